@@ -1,0 +1,28 @@
+"""kbert: BERT in Keras 3, one implementation on TensorFlow, JAX and PyTorch."""
+
+from kbert.layers.activations import gelu, gelu_approximate
+from kbert.models.backbone import BertBackbone
+from kbert.models.classifier import BertClassifier
+from kbert.models.masked_lm import BertMaskedLM
+from kbert.models.multiple_choice import BertMultipleChoice
+from kbert.models.pretrainer import BertPretrainer
+from kbert.models.question_answerer import BertQuestionAnswerer
+from kbert.models.text_embedder import BertTextEmbedder
+from kbert.models.token_classifier import BertTokenClassifier
+from kbert.presets.registry import list_presets
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BertBackbone",
+    "BertClassifier",
+    "BertMaskedLM",
+    "BertMultipleChoice",
+    "BertPretrainer",
+    "BertQuestionAnswerer",
+    "BertTextEmbedder",
+    "BertTokenClassifier",
+    "gelu",
+    "gelu_approximate",
+    "list_presets",
+]

@@ -1,0 +1,237 @@
+"""BertBackbone: the BERT encoder, from token ids to contextual vectors."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from kbert.layers.embeddings import BertEmbeddings
+from kbert.layers.transformer import BertTransformerLayer
+from kbert.models.functional_model import FunctionalModel
+from kbert.models.preset_io import PresetMixin
+
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+def attention_mask_from_padding(padding_mask):
+    """(batch, seq) 1/0 padding mask -> boolean (batch, 1, 1, seq) key mask.
+
+    A row that is all padding attends everywhere instead of nowhere: its output
+    is never used, but a fully masked softmax is NaN in every float type.
+    """
+    mask = ops.cast(padding_mask, "bool")
+    empty_row = ops.logical_not(ops.any(mask, axis=-1, keepdims=True))
+    return ops.logical_or(mask, empty_row)[:, None, None, :]
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertBackbone(PresetMixin, FunctionalModel):
+    """The BERT encoder: embeddings, post-LN transformer layers and pooler.
+
+    Inputs are a dict of `token_ids`, `segment_ids` and `padding_mask`
+    (1 = real token), each (batch, seq) integers; `segment_ids` and
+    `padding_mask` default to zeros and ones when left out. Outputs are a dict
+    of `sequence_output` (batch, seq, hidden) and `pooled_output` (batch,
+    hidden) = tanh(dense([CLS])), plus `hidden_states` (embeddings output and
+    one per layer, L+1 tensors) when `output_hidden_states=True`.
+
+    Weight paths: `embeddings/...` (see `BertEmbeddings`),
+    `transformer_layer_{i}/...` (see `BertTransformerLayer`), `pooler/{kernel,bias}`.
+
+    Example:
+    >>> backbone = kbert.BertBackbone(
+    ...     vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16)
+    >>> out = backbone({"token_ids": np.array([[2, 5, 3, 0]]),
+    ...                 "padding_mask": np.array([[1, 1, 1, 0]])})
+    >>> out["sequence_output"].shape, out["pooled_output"].shape
+    ((1, 4, 8), (1, 8))
+    """
+
+    def __init__(
+        self,
+        vocabulary_size=30522,
+        num_layers=12,
+        num_heads=12,
+        hidden_dim=768,
+        intermediate_dim=3072,
+        hidden_activation="gelu",
+        dropout=0.1,
+        attention_dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        output_hidden_states=False,
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocabulary_size=vocabulary_size,
+            hidden_dim=hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.transformer_layers = [
+            BertTransformerLayer(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                hidden_activation=hidden_activation,
+                dropout=dropout,
+                attention_dropout=attention_dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=dtype,
+            name="pooler",
+        )
+
+        # === Functional model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in INPUT_NAMES
+        }
+        x = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
+        attention_mask = attention_mask_from_padding(inputs["padding_mask"])
+        hidden_states = [x]
+        for layer in self.transformer_layers:
+            x = layer(x, attention_mask=attention_mask)
+            hidden_states.append(x)
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": self.pooler(x[:, 0, :]),
+        }
+        if output_hidden_states:
+            outputs["hidden_states"] = hidden_states
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.hidden_activation = hidden_activation
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.output_hidden_states = output_hidden_states
+        self.jit_compile = fastest_jit_compile()
+
+    @property
+    def token_embedding(self):
+        """The token `Embedding` layer; the masked-LM decoder is tied to it."""
+        return self.embeddings.token_embedding
+
+    def __call__(self, inputs, *args, **kwargs):
+        return super().__call__(self.standardize_inputs(inputs), *args, **kwargs)
+
+    def standardize_inputs(self, inputs):
+        """Checks an input dict and fills in default segment ids and mask.
+
+        Raises a `ValueError` naming the input and the expected shape instead
+        of letting a backend fail deep inside the graph.
+        """
+        if not isinstance(inputs, dict):
+            raise ValueError(
+                "BertBackbone takes a dict with keys "
+                f"{list(INPUT_NAMES)}, each (batch, sequence_length) integers; "
+                f"got {type(inputs).__name__}."
+            )
+        unknown = sorted(set(inputs) - set(INPUT_NAMES))
+        if unknown or "token_ids" not in inputs:
+            raise ValueError(
+                f"BertBackbone inputs must have keys {list(INPUT_NAMES)} "
+                f"('token_ids' required); got {sorted(inputs)}."
+            )
+        inputs = {
+            name: value if hasattr(value, "dtype") else np.asarray(value)
+            for name, value in inputs.items()
+        }
+        token_ids = inputs["token_ids"]
+        numpy_input = isinstance(token_ids, np.ndarray)
+        if "segment_ids" not in inputs:
+            zeros_like = np.zeros_like if numpy_input else ops.zeros_like
+            inputs["segment_ids"] = zeros_like(token_ids)
+        if "padding_mask" not in inputs:
+            ones_like = np.ones_like if numpy_input else ops.ones_like
+            inputs["padding_mask"] = ones_like(token_ids)
+        expected = tuple(token_ids.shape)
+        for name in INPUT_NAMES:
+            value = inputs[name]
+            dtype = keras.backend.standardize_dtype(value.dtype)
+            if not (dtype.startswith("int") or dtype.startswith("uint") or dtype == "bool"):
+                raise ValueError(
+                    f"Input {name!r} must be integers, shape (batch, sequence_length); "
+                    f"got dtype {dtype}."
+                )
+            shape = tuple(value.shape)
+            if len(shape) != 2 or any(
+                a is not None and b is not None and a != b for a, b in zip(shape, expected)
+            ):
+                raise ValueError(
+                    f"Input {name!r} must have shape (batch, sequence_length) = "
+                    f"{expected} like 'token_ids'; got {shape}."
+                )
+        length = expected[1]
+        if length is not None and length > self.max_sequence_length:
+            raise ValueError(
+                f"Input 'token_ids' has sequence length {length}, longer than "
+                f"max_sequence_length={self.max_sequence_length}; expected shape "
+                f"(batch, <= {self.max_sequence_length}). Truncate the input "
+                "(BertPreprocessor(sequence_length=...) does)."
+            )
+        return inputs
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "hidden_activation": self.hidden_activation,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+            "output_hidden_states": self.output_hidden_states,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+def fastest_jit_compile():
+    """The fastest correct `jit_compile` per backend.
+
+    XLA on TensorFlow (Keras turns it off on CPU by default, which costs
+    keras-hub's BERT ~40% throughput) and JAX; eager on torch, where
+    `torch.compile` recompiles for every new sequence length.
+    """
+    return keras.backend.backend() in ("tensorflow", "jax")

@@ -1,0 +1,94 @@
+"""BertClassifier: one label, many labels or a score per text (or text pair)."""
+
+import keras
+from keras import ops
+
+from kbert.models.task import Task, backbone_inputs
+
+PROBLEM_TYPES = {
+    "single_label": "single_label",
+    "single_label_classification": "single_label",
+    "multi_label": "multi_label",
+    "multi_label_classification": "multi_label",
+    "regression": "regression",
+}
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertClassifier(Task):
+    """Sequence classification: dropout(pooled_output) -> dense logits.
+
+    `problem_type` picks the default loss: `"single_label"` (softmax
+    cross-entropy, integer labels), `"multi_label"` (sigmoid cross-entropy,
+    multi-hot labels) or `"regression"` (mean squared error, `num_classes=1`).
+    HF's `*_classification` spellings are accepted. Outputs float32 logits.
+    Weight paths: `classifier/{kernel,bias}` (HF `classifier.*`).
+
+    Example:
+    >>> classifier = kbert.BertClassifier(backbone, num_classes=2)
+    >>> classifier.fit(x={"token_ids": ids, "padding_mask": mask}, y=labels)
+    """
+
+    def __init__(
+        self,
+        backbone,
+        num_classes,
+        preprocessor=None,
+        problem_type="single_label",
+        dropout=0.1,
+        id2label=None,
+        **kwargs,
+    ):
+        if problem_type not in PROBLEM_TYPES:
+            raise ValueError(
+                f"problem_type must be one of {sorted(set(PROBLEM_TYPES.values()))}; "
+                f"got {problem_type!r}."
+            )
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=backbone.dtype_policy, name="output_dropout"
+        )
+        self.classifier = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=backbone.initializer_range
+            ),
+            dtype=backbone.dtype_policy,
+            name="classifier",
+        )
+        # === Functional model ===
+        inputs = backbone_inputs()
+        pooled = backbone(inputs)["pooled_output"]
+        logits = ops.cast(self.classifier(self.output_dropout(pooled)), "float32")
+        # === Config === (set before compile(), which reads problem_type)
+        self.num_classes = num_classes
+        self.problem_type = PROBLEM_TYPES[problem_type]
+        self.dropout = dropout
+        self.id2label = {int(k): v for k, v in id2label.items()} if id2label else None
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+    def default_loss(self):
+        if self.problem_type == "multi_label":
+            return keras.losses.BinaryCrossentropy(from_logits=True)
+        if self.problem_type == "regression":
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        if self.problem_type == "multi_label":
+            return [keras.metrics.BinaryAccuracy(threshold=0.0)]
+        if self.problem_type == "regression":
+            return [keras.metrics.MeanAbsoluteError()]
+        return [keras.metrics.SparseCategoricalAccuracy()]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_classes=self.num_classes,
+            problem_type=self.problem_type,
+            dropout=self.dropout,
+            id2label=self.id2label,
+        )
+        return config

@@ -1,0 +1,73 @@
+"""BertMultipleChoice: pick one of several candidate texts."""
+
+import keras
+from keras import ops
+
+from kbert.models.backbone import INPUT_NAMES
+from kbert.models.task import Task, backbone_inputs
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class FlattenChoices(keras.layers.Layer):
+    """(batch, num_choices, seq) -> (batch * num_choices, seq), for any seq."""
+
+    def call(self, x):
+        return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+    def compute_output_spec(self, x):
+        batch = None if x.shape[0] is None else x.shape[0] * x.shape[1]
+        return keras.KerasTensor((batch, x.shape[-1]), dtype=x.dtype)
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertMultipleChoice(Task):
+    """Multiple choice (HF `BertForMultipleChoice`).
+
+    Inputs are (batch, num_choices, seq); every choice goes through the encoder
+    as its own row, dropout(pooled_output) -> dense(1) scores it, and the
+    output is float32 (batch, num_choices) logits.
+    Weight paths: `classifier/{kernel,bias}` (HF `classifier.*`).
+
+    Example:
+    >>> chooser = kbert.BertMultipleChoice(backbone, num_choices=4)
+    >>> chooser.predict({"token_ids": ids_b_4_s, "padding_mask": mask_b_4_s}).shape
+    (batch, 4)
+    """
+
+    def __init__(self, backbone, num_choices, preprocessor=None, dropout=0.1, **kwargs):
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=backbone.dtype_policy, name="output_dropout"
+        )
+        self.classifier = keras.layers.Dense(
+            1,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=backbone.initializer_range
+            ),
+            dtype=backbone.dtype_policy,
+            name="classifier",
+        )
+        # === Functional model ===
+        self.flatten_choices = FlattenChoices(name="flatten_choices")
+        inputs = backbone_inputs(extra_dims=(num_choices,))
+        flat = {name: self.flatten_choices(inputs[name]) for name in INPUT_NAMES}
+        pooled = backbone(flat)["pooled_output"]
+        scores = self.classifier(self.output_dropout(pooled))
+        logits = ops.cast(ops.reshape(scores, (-1, num_choices)), "float32")
+        # === Config ===
+        self.num_choices = num_choices
+        self.dropout = dropout
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy()]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_choices=self.num_choices, dropout=self.dropout)
+        return config

@@ -1,0 +1,74 @@
+"""BertPretrainer: masked LM plus next-sentence prediction."""
+
+import keras
+from keras import ops
+
+from kbert.models.masked_lm import masked_lm_head_for, masked_lm_loss
+from kbert.models.task import Task, backbone_inputs
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertPretrainer(Task):
+    """BERT pretraining (HF `BertForPreTraining`): MLM + NSP heads.
+
+    Inputs: the backbone's plus `mask_positions` (batch, P). Outputs:
+    `mlm_logits` (batch, P, vocabulary_size) and `nsp_logits` (batch, 2),
+    float32. Train with `y={"mlm_logits": masked_ids, "nsp_logits": is_random}`
+    and `sample_weight={"mlm_logits": mask_weights, "nsp_logits": ones}`: the
+    MLM loss is normalized by the sum of the mask weights.
+    Weight paths: `masked_lm_head/...` (HF `cls.predictions.*`),
+    `next_sentence_head/{kernel,bias}` (HF `cls.seq_relationship.*`).
+
+    Example:
+    >>> pretrainer = kbert.BertPretrainer(backbone)
+    >>> pretrainer.fit(x=features, y=labels, sample_weight=weights)
+    """
+
+    def __init__(self, backbone, preprocessor=None, **kwargs):
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.masked_lm_head = masked_lm_head_for(backbone)
+        self.next_sentence_head = keras.layers.Dense(
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=backbone.initializer_range
+            ),
+            dtype=backbone.dtype_policy,
+            name="next_sentence_head",
+        )
+        # === Functional model ===
+        inputs = backbone_inputs()
+        inputs["mask_positions"] = keras.Input(
+            shape=(None,), dtype="int32", name="mask_positions"
+        )
+        backbone_outputs = backbone(
+            {k: v for k, v in inputs.items() if k != "mask_positions"}
+        )
+        outputs = {
+            "mlm_logits": self.masked_lm_head(
+                backbone_outputs["sequence_output"], inputs["mask_positions"]
+            ),
+            "nsp_logits": ops.cast(
+                self.next_sentence_head(backbone_outputs["pooled_output"]), "float32"
+            ),
+        }
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    def default_loss(self):
+        return {
+            "mlm_logits": masked_lm_loss(),
+            "nsp_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        }
+
+    def compile(self, *args, weighted_metrics="auto", **kwargs):
+        if weighted_metrics == "auto":
+            weighted_metrics = {
+                "mlm_logits": [
+                    keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+                ],
+                "nsp_logits": [
+                    keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+                ],
+            }
+        super().compile(*args, weighted_metrics=weighted_metrics, **kwargs)

@@ -1,0 +1,46 @@
+"""BertTextEmbedder: one vector per text, as sentence-transformers makes it."""
+
+import keras
+
+from kbert.layers.pooling import SentencePooling
+from kbert.models.task import Task, backbone_inputs
+
+
+@keras.saving.register_keras_serializable(package="kbert")
+class BertTextEmbedder(Task):
+    """Sentence embeddings: pooled token vectors, optionally L2-normalized.
+
+    `pooling` is `"mean"` (over real tokens only), `"cls"` or `"max"`. Output:
+    float32 (batch, hidden_dim). Adds no weights to the backbone's.
+
+    Example:
+    >>> embedder = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
+    >>> embedder.predict(["A man is eating food."]).shape
+    (1, 384)
+    """
+
+    def __init__(
+        self, backbone, pooling="mean", normalize=True, preprocessor=None, **kwargs
+    ):
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.pooling_layer = SentencePooling(
+            pooling, normalize=normalize, dtype=backbone.dtype_policy, name="pooling"
+        )
+        # === Functional model ===
+        inputs = backbone_inputs()
+        sequence = backbone(inputs)["sequence_output"]
+        embeddings = self.pooling_layer(sequence, inputs["padding_mask"])
+        # === Config ===
+        self.pooling = pooling
+        self.normalize = normalize
+        super().__init__(inputs=inputs, outputs=embeddings, **kwargs)
+
+    def default_loss(self):
+        return None
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(pooling=self.pooling, normalize=self.normalize)
+        return config

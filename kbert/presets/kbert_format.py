@@ -1,0 +1,135 @@
+"""kbert's own preset format: Keras configs and weights, plus tokenizer files.
+
+A preset directory holds:
+- `backbone.json`, `backbone.weights.h5`: the backbone config and weights;
+- `task.json`, `task.weights.npz`: the task class, its arguments and its head
+  weights (only when a task model was saved);
+- `vocab.txt`, `tokenizer_config.json`, `preprocessor_config.json`: the
+  tokenizer and preprocessor, in the HF file layout (when one is attached).
+"""
+
+import json
+import os
+
+import keras
+import numpy as np
+
+from kbert.utils.atomic import atomic_directory
+
+BACKBONE_CONFIG = "backbone.json"
+BACKBONE_WEIGHTS = "backbone.weights.h5"
+TASK_CONFIG = "task.json"
+TASK_WEIGHTS = "task.weights.npz"
+FORMAT_VERSION = 1
+
+
+def is_kbert_preset(directory):
+    return os.path.isfile(os.path.join(directory, BACKBONE_CONFIG))
+
+
+def head_variables(task):
+    """The task's variables that are not the backbone's, in a stable order."""
+    backbone_ids = {id(v) for v in task.backbone.weights}
+    return [v for v in task.weights if id(v) not in backbone_ids]
+
+
+def _write_json(path, data):
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(data, file, indent=2, sort_keys=True)
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def save_kbert_preset(model, directory):
+    backbone = getattr(model, "backbone", model)
+    with atomic_directory(directory) as tmp:
+        _write_json(
+            os.path.join(tmp, BACKBONE_CONFIG),
+            {
+                "class_name": type(backbone).__name__,
+                "config": backbone.get_config(),
+                "format_version": FORMAT_VERSION,
+            },
+        )
+        backbone.save_weights(os.path.join(tmp, BACKBONE_WEIGHTS))
+        if model is not backbone:
+            config = model.get_config()
+            config.pop("backbone")
+            config.pop("preprocessor", None)
+            _write_json(
+                os.path.join(tmp, TASK_CONFIG),
+                {"class_name": type(model).__name__, "config": config},
+            )
+            np.savez(
+                os.path.join(tmp, TASK_WEIGHTS),
+                **{
+                    f"{i:04d}:{v.path}": keras.ops.convert_to_numpy(v)
+                    for i, v in enumerate(head_variables(model))
+                },
+            )
+        preprocessor = getattr(model, "preprocessor", None)
+        if preprocessor is not None:
+            preprocessor.save_to_preset(tmp)
+
+
+def load_head_weights(task, path):
+    variables = head_variables(task)
+    with np.load(path) as stored:
+        keys = sorted(stored.files)
+        if len(keys) != len(variables):
+            raise ValueError(
+                f"{path}: holds {len(keys)} head weights {keys}, but "
+                f"{type(task).__name__} has {len(variables)}: "
+                f"{[v.path for v in variables]}."
+            )
+        for key, variable in zip(keys, variables):
+            value = stored[key]
+            if tuple(value.shape) != tuple(variable.shape):
+                raise ValueError(
+                    f"{path}: weight {key.split(':', 1)[1]!r} has shape {value.shape}, "
+                    f"but {variable.path!r} expects {tuple(variable.shape)}."
+                )
+            variable.assign(value)
+
+
+def load_backbone(directory, backbone_cls, overrides):
+    """Builds the backbone; consumes the overrides that are backbone config."""
+    stored = _read_json(os.path.join(directory, BACKBONE_CONFIG))
+    config = dict(stored["config"])
+    for key in list(overrides):
+        if key in config and key != "name":
+            config[key] = overrides.pop(key)
+    backbone = backbone_cls.from_config(config)
+    backbone.load_weights(os.path.join(directory, BACKBONE_WEIGHTS))
+    return backbone
+
+
+def load_kbert_preset(cls, directory, preprocessor, **overrides):
+    from kbert.models.backbone import BertBackbone
+
+    if issubclass(cls, BertBackbone):
+        backbone = load_backbone(directory, cls, overrides)
+        _refuse_unused(cls, overrides)
+        return backbone
+    backbone = load_backbone(directory, cls.backbone_cls, overrides)
+    task_path = os.path.join(directory, TASK_CONFIG)
+    same_task = (
+        os.path.isfile(task_path) and _read_json(task_path)["class_name"] == cls.__name__
+    )
+    if not same_task:
+        return cls(backbone=backbone, preprocessor=preprocessor, **overrides)
+    config = {**_read_json(task_path)["config"], **overrides}
+    config.pop("name", None)
+    model = cls(backbone=backbone, preprocessor=preprocessor, **config)
+    load_head_weights(model, os.path.join(directory, TASK_WEIGHTS))
+    return model
+
+
+def _refuse_unused(cls, overrides):
+    if overrides:
+        raise ValueError(
+            f"{cls.__name__}.from_preset got unknown arguments {sorted(overrides)}."
+        )

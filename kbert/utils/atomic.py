@@ -1,0 +1,49 @@
+"""Atomic writes: an artifact appears whole at its path or not at all."""
+
+import contextlib
+import os
+import shutil
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_directory(path):
+    """Yields a temporary directory that replaces `path` only on success.
+
+    Example:
+    >>> with atomic_directory("out/preset") as tmp:
+    ...     write_files(tmp)   # an exception here leaves "out/preset" untouched
+    """
+    path = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=os.path.basename(path) + ".tmp-", dir=parent)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if os.path.exists(path):
+        old = tempfile.mkdtemp(prefix=os.path.basename(path) + ".old-", dir=parent)
+        os.rename(path, os.path.join(old, "previous"))
+        os.rename(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, path)
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """Yields a temporary file path that is renamed onto `path` on success."""
+    path = os.path.abspath(os.fspath(path))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(
+        prefix=os.path.basename(path) + ".tmp-", dir=os.path.dirname(path)
+    )
+    os.close(fd)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
