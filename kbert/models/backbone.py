@@ -142,6 +142,10 @@ class BertBackbone(PresetMixin, FunctionalModel):
     def __call__(self, inputs, *args, **kwargs):
         return super().__call__(self.standardize_inputs(inputs), *args, **kwargs)
 
+    def call(self, inputs, training=None, mask=None):
+        # `fit`/`predict` on JAX reach `call` without `__call__`.
+        return super().call(self.standardize_inputs(inputs), training=training, mask=mask)
+
     def standardize_inputs(self, inputs):
         """Checks an input dict and fills in default segment ids and mask.
 

@@ -53,6 +53,11 @@ class Task(PresetMixin, FunctionalModel):
             **kwargs,
         )
 
+    def compile_from_config(self, config):
+        # Keras skips this for models that override `compile()`; ours accepts
+        # the saved arguments as they are, so a loaded model trains as saved.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+
     def default_loss(self):
         raise NotImplementedError
 

@@ -26,9 +26,8 @@ def resolve_source(source):
 
 def load_preprocessor(directory):
     """The preprocessor stored beside a checkpoint, or None when it has no vocabulary."""
-    from kbert.preprocessing.hf_tokenizer_files import has_tokenizer_files
-
-    if not has_tokenizer_files(directory):
+    vocabulary_files = ("vocab.txt", "tokenizer.json")
+    if not any(os.path.isfile(os.path.join(directory, f)) for f in vocabulary_files):
         return None
     from kbert.preprocessing.preprocessor import BertPreprocessor
 
