@@ -57,6 +57,82 @@ class Task(PresetMixin, FunctionalModel):
         # Keras skips this for models that override `compile()`; ours accepts
         # the saved arguments as they are, so a loaded model trains as saved.
         self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    # === Raw strings in: the preprocessor runs inside tf.data ===
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """One batch of raw samples -> model inputs (runs inside `tf.data`).
+
+        Tasks whose inputs are not one text or one text pair override this.
+        """
+        return self.preprocessor(x, y, sample_weight)
+
+    def _pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """A `tf.data` pipeline that preprocesses raw samples on the fly."""
+        import tensorflow as tf
+
+        if isinstance(x, tf.data.Dataset):
+            dataset = x
+        else:
+            data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+            dataset = tf.data.Dataset.from_tensor_slices(data)
+            if shuffle:
+                dataset = dataset.shuffle(
+                    dataset.cardinality(), reshuffle_each_iteration=True
+                )
+            dataset = dataset.batch(batch_size or 32)
+        return dataset.map(
+            self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE
+        ).prefetch(tf.data.AUTOTUNE)
+
+    def _raw_validation(self, validation_data, batch_size):
+        if validation_data is None or self.preprocessor is None:
+            return validation_data
+        import tensorflow as tf
+
+        if isinstance(validation_data, tf.data.Dataset):
+            return self._pipeline(validation_data)
+        return self._pipeline(
+            *keras.utils.unpack_x_y_sample_weight(tuple(validation_data)),
+            batch_size=batch_size,
+        )
+
+    def fit(
+        self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, **kwargs
+    ):
+        """`keras.Model.fit`; with a preprocessor attached, `x` holds raw strings."""
+        if self.preprocessor is None:
+            return super().fit(
+                x,
+                y,
+                batch_size=batch_size,
+                sample_weight=sample_weight,
+                shuffle=shuffle,
+                **kwargs,
+            )
+        kwargs["validation_data"] = self._raw_validation(
+            kwargs.get("validation_data"), batch_size
+        )
+        dataset = self._pipeline(x, y, sample_weight, batch_size, shuffle=shuffle)
+        return super().fit(dataset, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`; with a preprocessor attached, `x` holds raw strings."""
+        # `fit` evaluates its (already preprocessed) validation data this way.
+        cached = kwargs.get("_use_cached_eval_dataset", False)
+        if self.preprocessor is None or cached:
+            return super().evaluate(
+                x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
+            )
+        return super().evaluate(self._pipeline(x, y, sample_weight, batch_size), **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """`keras.Model.predict`; with a preprocessor attached, `x` holds raw strings."""
+        if self.preprocessor is None:
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        return super().predict(self._pipeline(x, batch_size=batch_size), **kwargs)
 
     def default_loss(self):
         raise NotImplementedError
