@@ -3,6 +3,7 @@
 from kbert.layers.activations import gelu, gelu_approximate
 from kbert.models.backbone import BertBackbone
 from kbert.models.classifier import BertClassifier
+from kbert.models.feature_extractor import BertFeatureExtractor
 from kbert.models.masked_lm import BertMaskedLM
 from kbert.models.multiple_choice import BertMultipleChoice
 from kbert.models.pretrainer import BertPretrainer
@@ -16,6 +17,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BertBackbone",
     "BertClassifier",
+    "BertFeatureExtractor",
     "BertMaskedLM",
     "BertMultipleChoice",
     "BertPretrainer",

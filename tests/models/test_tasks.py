@@ -145,3 +145,32 @@ def test_compile_defaults_pick_fastest_path():
 def test_unknown_problem_type_is_a_clear_error():
     with pytest.raises(ValueError, match="problem_type must be one of"):
         kbert.BertClassifier(tiny_backbone(), num_classes=2, problem_type="ranking")
+
+
+def test_feature_extractor_concatenates_last_four_hidden_states(tmp_path):
+    backbone = tiny_backbone(num_layers=4)
+    data = token_inputs(BATCH, LENGTH)
+    run_model_test(
+        kbert.BertFeatureExtractor,
+        lambda: dict(backbone=tiny_backbone(num_layers=4)),
+        data,
+        (BATCH, LENGTH, 64),
+        tmp_path=tmp_path,
+        run_fit=False,
+    )
+    reference = kbert.BertBackbone.from_config(
+        {**backbone.get_config(), "output_hidden_states": True}
+    )
+    reference.set_weights(backbone.get_weights())
+    hidden = to_numpy(reference(data))["hidden_states"]
+    features = to_numpy(kbert.BertFeatureExtractor(backbone)(data))
+    np.testing.assert_allclose(features, np.concatenate(hidden[-4:], axis=-1), atol=1e-6)
+    second = to_numpy(
+        kbert.BertFeatureExtractor(backbone, layers=(2,), combine="sum")(data)
+    )
+    np.testing.assert_allclose(second, hidden[2], atol=1e-6)
+
+
+def test_feature_extractor_refuses_out_of_range_layers():
+    with pytest.raises(ValueError, match="indices into the 3 hidden states"):
+        kbert.BertFeatureExtractor(tiny_backbone(), layers=(5,))
