@@ -24,21 +24,29 @@ def resolve_source(source):
     )
 
 
-def load_preprocessor(directory):
+PREPROCESSOR_OVERRIDES = ("sequence_length", "truncation", "return_offsets")
+
+
+def load_preprocessor(directory, **overrides):
     """The preprocessor stored beside a checkpoint, or None when it has no vocabulary."""
     vocabulary_files = ("vocab.txt", "tokenizer.json")
     if not any(os.path.isfile(os.path.join(directory, f)) for f in vocabulary_files):
         return None
     from kbert.preprocessing.preprocessor import BertPreprocessor
 
-    return BertPreprocessor.from_preset(directory)
+    return BertPreprocessor.from_preset(directory, **overrides)
 
 
 def load_preset(cls, source, preprocessor="auto", **overrides):
     directory = resolve_source(source)
+    preprocessor_overrides = {
+        key: overrides.pop(key) for key in PREPROCESSOR_OVERRIDES if key in overrides
+    }
     if preprocessor == "auto":
         preprocessor = (
-            None if cls.__name__ == "BertBackbone" else load_preprocessor(directory)
+            None
+            if cls.__name__ == "BertBackbone"
+            else load_preprocessor(directory, **preprocessor_overrides)
         )
     if os.path.isfile(os.path.join(directory, "backbone.json")):
         from kbert.presets.kbert_format import load_kbert_preset
