@@ -116,7 +116,7 @@ class Task(PresetMixin, FunctionalModel):
             kwargs.get("validation_data"), batch_size
         )
         dataset = self._pipeline(x, y, sample_weight, batch_size, shuffle=shuffle)
-        return super().fit(dataset, **kwargs)
+        return super().fit(dataset, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor attached, `x` holds raw strings."""

