@@ -104,9 +104,8 @@ def run(output_dir="out/demo", train_examples=4000, recipe=DEMO_RECIPE, verbose=
     print(f"Training curve: {curve_path}")
     start = time.perf_counter()
     table = reload_parity(model, output_dir, test[0], test[1])
-    print(
-        f"\nSaved, reloaded and compared on the test set ({time.perf_counter() - start:.0f} s):"
-    )
+    elapsed = time.perf_counter() - start
+    print(f"\nSaved, reloaded and compared on the test set ({elapsed:.0f} s):")
     print(table)
     with open(os.path.join(output_dir, "results.json"), "w") as file:
         json.dump(results, file, indent=2, default=str)
