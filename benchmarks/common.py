@@ -42,9 +42,6 @@ def run_worker(script, args, backend=None):
 
 
 def print_table(headers, rows):
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    print(line(headers))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    for row in rows:
-        print(line(row))
+    from kbert.finetuning.report import format_table
+
+    print(format_table(headers, rows))

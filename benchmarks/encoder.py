@@ -109,35 +109,65 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--worker", nargs=2, metavar=("LIBRARY", "SHAPE"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", nargs=2, metavar=("LIBRARY", "SHAPE"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.worker:
         return worker(*args.worker, args.repeats)
     for shape in args.shapes:
-        reference = run_worker(__file__, ["--worker", "transformers", shape, "--repeats", str(args.repeats)])
+        reference = run_worker(
+            __file__, ["--worker", "transformers", shape, "--repeats", str(args.repeats)]
+        )
         results = {}
         for backend in BACKENDS:
             for library in ("kbert", "keras_hub"):
                 results[library, backend] = run_worker(
-                    __file__, ["--worker", library, shape, "--repeats", str(args.repeats)], backend
+                    __file__,
+                    ["--worker", library, shape, "--repeats", str(args.repeats)],
+                    backend,
                 )
-        rows = [["transformers (torch eager)", "torch", f"{reference['throughput']:.1f}", "1.00", "", f"{reference['latency_ms']:.1f}", "1.00", ""]]
+        rows = [
+            [
+                "transformers (torch eager)",
+                "torch",
+                f"{reference['throughput']:.1f}",
+                "1.00",
+                "",
+                f"{reference['latency_ms']:.1f}",
+                "1.00",
+                "",
+            ]
+        ]
         for backend in BACKENDS:
             for library in ("kbert", "keras_hub"):
                 r, hub = results[library, backend], results["keras_hub", backend]
-                rows.append([
-                    library,
-                    backend,
-                    f"{r['throughput']:.1f}",
-                    f"{r['throughput'] / reference['throughput']:.2f}",
-                    f"{r['throughput'] / hub['throughput']:.2f}",
-                    f"{r['latency_ms']:.1f}",
-                    f"{reference['latency_ms'] / r['latency_ms']:.2f}",
-                    f"{hub['latency_ms'] / r['latency_ms']:.2f}",
-                ])
-        print(f"\n{shape}: throughput at batch {THROUGHPUT_BATCH}, latency at batch {LATENCY_BATCH}")
+                rows.append(
+                    [
+                        library,
+                        backend,
+                        f"{r['throughput']:.1f}",
+                        f"{r['throughput'] / reference['throughput']:.2f}",
+                        f"{r['throughput'] / hub['throughput']:.2f}",
+                        f"{r['latency_ms']:.1f}",
+                        f"{reference['latency_ms'] / r['latency_ms']:.2f}",
+                        f"{hub['latency_ms'] / r['latency_ms']:.2f}",
+                    ]
+                )
+        print(
+            f"\n{shape}: throughput at batch {THROUGHPUT_BATCH}, latency at batch {LATENCY_BATCH}"
+        )
         print_table(
-            ["library", "backend", "seq/s", "x HF", "x keras-hub", "latency ms", "speed x HF", "speed x keras-hub"],
+            [
+                "library",
+                "backend",
+                "seq/s",
+                "x HF",
+                "x keras-hub",
+                "latency ms",
+                "speed x HF",
+                "speed x keras-hub",
+            ],
             rows,
         )
 
