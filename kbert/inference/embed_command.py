@@ -1,0 +1,64 @@
+"""`kbert embed`: texts in, sentence embeddings out (.npy or JSONL)."""
+
+import json
+
+
+def add_embed_command(subparsers):
+    parser = subparsers.add_parser(
+        "embed",
+        help="sentence embeddings for a file of texts",
+        description="Embed texts with BertTextEmbedder.from_preset(PRESET): INPUT is a "
+        "text file (one text per line), or a CSV/JSONL file with --text-column. "
+        "OUTPUT ending in .npy gets a (texts, dim) float32 array; .jsonl gets one "
+        '{"text", "embedding"} object per line.',
+    )
+    parser.add_argument("input")
+    parser.add_argument("output", help="an .npy or .jsonl path")
+    parser.add_argument("--text-column", help="column to read from a CSV/JSONL input")
+    parser.add_argument("--preset", default="all_minilm_l6_v2")
+    parser.add_argument("--sequence-length", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.set_defaults(handler=embed_command)
+
+
+def read_texts(path, text_column=None):
+    """Texts from a plain file (one per line) or a column of a CSV/JSONL file."""
+    from kbert.finetuning.table_files import read_rows, read_text
+
+    if text_column:
+        rows = read_rows(path)
+        missing = [number for number, row in rows if text_column not in row]
+        if missing:
+            raise ValueError(f"{path}: line {missing[0]} has no column {text_column!r}.")
+        texts = [str(row[text_column]) for _, row in rows]
+    else:
+        texts = [line for line in read_text(path).splitlines() if line.strip()]
+    if not texts:
+        raise ValueError(f"{path}: no texts to embed.")
+    return texts
+
+
+def embed_command(args):
+    import numpy as np
+
+    from kbert.models.text_embedder import BertTextEmbedder
+    from kbert.utils.atomic import atomic_file
+
+    if not args.output.endswith((".npy", ".jsonl")):
+        raise ValueError(f"OUTPUT must end in .npy or .jsonl; got {args.output!r}.")
+    texts = read_texts(args.input, args.text_column)
+    embedder = BertTextEmbedder.from_preset(
+        args.preset, sequence_length=args.sequence_length
+    )
+    embeddings = np.asarray(embedder.predict(texts, batch_size=args.batch_size, verbose=1))
+    with atomic_file(args.output) as tmp:
+        if args.output.endswith(".npy"):
+            with open(tmp, "wb") as file:
+                np.save(file, embeddings.astype("float32"))
+        else:
+            with open(tmp, "w", encoding="utf-8") as file:
+                for text, vector in zip(texts, embeddings):
+                    row = {"text": text, "embedding": [round(float(v), 7) for v in vector]}
+                    file.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(f"Wrote {len(texts)} embeddings of size {embeddings.shape[1]} to {args.output}")
+    return 0
