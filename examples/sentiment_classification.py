@@ -1,0 +1,23 @@
+"""Sentiment classification: fine-tune all-MiniLM-L6-v2 on Rotten Tomatoes.
+
+The same job as `make demo`, with the training-set size as a flag.
+
+    python examples/sentiment_classification.py --train-examples 4000
+    python examples/sentiment_classification.py --smoke      # seconds, for tests
+"""
+
+import argparse
+
+from kbert.finetuning import sentiment_demo
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train-examples", type=int, default=4000)
+    parser.add_argument("--out", default="out/sentiment")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run for tests")
+    args = parser.parse_args()
+    sentiment_demo.run(
+        args.out,
+        train_examples=32 if args.smoke else args.train_examples,
+        test_examples=64 if args.smoke else None,
+    )
