@@ -69,6 +69,16 @@ class Task(PresetMixin, FunctionalModel):
         """
         return self.preprocessor(x, y, sample_weight)
 
+    def _takes_raw(self, x):
+        """True when `x` holds raw samples for the preprocessor, not model inputs."""
+        if self.preprocessor is None or isinstance(x, dict):
+            return False
+        if hasattr(x, "element_spec"):  # a tf.data.Dataset
+            spec = x.element_spec
+            first = spec[0] if isinstance(spec, tuple) else spec
+            return not isinstance(first, dict)
+        return True
+
     def _pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
         """A `tf.data` pipeline that preprocesses raw samples on the fly."""
         import tensorflow as tf
@@ -88,22 +98,26 @@ class Task(PresetMixin, FunctionalModel):
         ).prefetch(tf.data.AUTOTUNE)
 
     def _raw_validation(self, validation_data, batch_size):
-        if validation_data is None or self.preprocessor is None:
+        if validation_data is None:
             return validation_data
         import tensorflow as tf
 
         if isinstance(validation_data, tf.data.Dataset):
-            return self._pipeline(validation_data)
-        return self._pipeline(
-            *keras.utils.unpack_x_y_sample_weight(tuple(validation_data)),
-            batch_size=batch_size,
-        )
+            return (
+                self._pipeline(validation_data)
+                if self._takes_raw(validation_data)
+                else validation_data
+            )
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
+        if not self._takes_raw(x):
+            return validation_data
+        return self._pipeline(x, y, sample_weight, batch_size=batch_size)
 
     def fit(
         self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, **kwargs
     ):
         """`keras.Model.fit`; with a preprocessor attached, `x` holds raw strings."""
-        if self.preprocessor is None:
+        if not self._takes_raw(x):
             return super().fit(
                 x,
                 y,
@@ -122,7 +136,7 @@ class Task(PresetMixin, FunctionalModel):
         """`keras.Model.evaluate`; with a preprocessor attached, `x` holds raw strings."""
         # `fit` evaluates its (already preprocessed) validation data this way.
         cached = kwargs.get("_use_cached_eval_dataset", False)
-        if self.preprocessor is None or cached:
+        if cached or not self._takes_raw(x):
             return super().evaluate(
                 x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
             )
@@ -130,7 +144,7 @@ class Task(PresetMixin, FunctionalModel):
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor attached, `x` holds raw strings."""
-        if self.preprocessor is None:
+        if not self._takes_raw(x):
             return super().predict(x, batch_size=batch_size, **kwargs)
         return super().predict(self._pipeline(x, batch_size=batch_size), **kwargs)
 
