@@ -10,6 +10,7 @@ from kbert.models.pretrainer import BertPretrainer
 from kbert.models.question_answerer import BertQuestionAnswerer
 from kbert.models.text_embedder import BertTextEmbedder
 from kbert.models.token_classifier import BertTokenClassifier
+from kbert.presets.hf_save import save_hf
 from kbert.presets.registry import list_presets
 
 __version__ = "0.1.0"
@@ -27,4 +28,5 @@ __all__ = [
     "gelu",
     "gelu_approximate",
     "list_presets",
+    "save_hf",
 ]

@@ -117,6 +117,8 @@ class BertBackbone(PresetMixin, FunctionalModel):
         if output_hidden_states:
             outputs["hidden_states"] = hidden_states
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        if dtype is not None:  # a functional model does not keep `dtype` itself
+            self.dtype_policy = keras.dtype_policies.get(dtype)
 
         # === Config ===
         self.vocabulary_size = vocabulary_size

@@ -28,10 +28,19 @@ class BertMultipleChoice(Task):
     output is float32 (batch, num_choices) logits.
     Weight paths: `classifier/{kernel,bias}` (HF `classifier.*`).
 
+    With a `preprocessor` attached, `fit` / `evaluate` / `predict` take
+    `x=(prompts, choices)`: a prompt per example and a list of `num_choices`
+    candidate texts per example; each (prompt, choice) pair is packed as
+    `[CLS] prompt [SEP] choice [SEP]` and the result reshaped to
+    (batch, num_choices, seq). `y` is the index of the right choice.
+
     Example:
     >>> chooser = kbert.BertMultipleChoice(backbone, num_choices=4)
     >>> chooser.predict({"token_ids": ids_b_4_s, "padding_mask": mask_b_4_s}).shape
     (batch, 4)
+    >>> chooser = kbert.BertMultipleChoice(backbone, 2, preprocessor=preprocessor)
+    >>> chooser.predict((["The sky is"], [["blue", "loud"]])).shape
+    (1, 2)
     """
 
     def __init__(self, backbone, num_choices, preprocessor=None, dropout=0.1, **kwargs):
@@ -60,6 +69,33 @@ class BertMultipleChoice(Task):
         self.num_choices = num_choices
         self.dropout = dropout
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """`(prompts, choices)` -> (batch, num_choices, seq) packed pairs."""
+        import tensorflow as tf
+
+        if self.preprocessor is None:
+            raise ValueError("This BertMultipleChoice has no preprocessor.")
+        if not isinstance(x, (tuple, list)) or len(x) != 2:
+            raise ValueError(
+                "With a preprocessor, BertMultipleChoice takes x=(prompts, choices): "
+                "a prompt per example and a list of num_choices texts per example."
+            )
+        prompts, choices = (tf.convert_to_tensor(part) for part in x)
+        tf.debugging.assert_equal(
+            tf.shape(choices)[1:],
+            [self.num_choices],
+            message=f"Each example needs exactly {self.num_choices} choices.",
+        )
+        pairs = self.preprocessor.preprocess(
+            (tf.repeat(prompts, self.num_choices), tf.reshape(choices, [-1]))
+        )
+        length = self.preprocessor.sequence_length
+        features = {
+            name: tf.reshape(pairs[name], [-1, self.num_choices, length])
+            for name in INPUT_NAMES
+        }
+        return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

