@@ -4,7 +4,7 @@ import json
 import os
 
 
-def add_finetune_parser(subparsers):
+def add_finetune_command(subparsers):
     parser = subparsers.add_parser(
         "finetune",
         help="fine-tune a text classifier on a CSV or JSONL file",

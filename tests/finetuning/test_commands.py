@@ -3,7 +3,7 @@ import json
 import numpy as np
 
 import kbert
-from kbert.finetuning.commands import add_finetune_parser
+from kbert.finetuning.commands import add_finetune_command
 from kbert.inference.embed_command import add_embed_command
 
 
@@ -39,7 +39,7 @@ def test_finetune_command_trains_and_saves_a_preset(tmp_path, tiny_preset):
         "--out",
         str(out),
     ]
-    assert run(add_finetune_parser, argv) == 0
+    assert run(add_finetune_command, argv) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["labels"] == ["neg", "pos"]
     assert 0.0 <= results["test_accuracy"] <= 1.0
