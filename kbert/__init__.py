@@ -1,5 +1,6 @@
 """kbert: BERT in Keras 3, one implementation on TensorFlow, JAX and PyTorch."""
 
+from kbert import data
 from kbert.layers.activations import gelu, gelu_approximate
 from kbert.models.backbone import BertBackbone
 from kbert.models.classifier import BertClassifier
@@ -10,6 +11,9 @@ from kbert.models.pretrainer import BertPretrainer
 from kbert.models.question_answerer import BertQuestionAnswerer
 from kbert.models.text_embedder import BertTextEmbedder
 from kbert.models.token_classifier import BertTokenClassifier
+from kbert.preprocessing.preprocessor import BertPreprocessor
+from kbert.preprocessing.tokenizer import BertTokenizer
+from kbert.preprocessing.vocabulary import train_vocabulary
 from kbert.presets.hf_save import save_hf
 from kbert.presets.registry import list_presets
 
@@ -21,12 +25,16 @@ __all__ = [
     "BertFeatureExtractor",
     "BertMaskedLM",
     "BertMultipleChoice",
+    "BertPreprocessor",
     "BertPretrainer",
     "BertQuestionAnswerer",
     "BertTextEmbedder",
     "BertTokenClassifier",
+    "BertTokenizer",
     "gelu",
     "gelu_approximate",
     "list_presets",
     "save_hf",
+    "train_vocabulary",
+    "data",
 ]

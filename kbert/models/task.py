@@ -1,6 +1,7 @@
 """Task: the base of every kbert task model (a backbone plus a head)."""
 
 import keras
+import numpy as np
 
 from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
 from kbert.models.functional_model import FunctionalModel
@@ -60,10 +61,14 @@ class Task(PresetMixin, FunctionalModel):
         if self.built:
             self.optimizer.build(self.trainable_variables)
 
-    # === Raw strings in: the preprocessor runs inside tf.data ===
+    # === Raw samples in ===
+    # In-memory samples (lists, arrays) are preprocessed once, eagerly, and fed
+    # as arrays: no tracing of the tokenizer graph per call, and Keras batches
+    # and shuffles them as usual. A `tf.data.Dataset` of raw samples gets the
+    # preprocessor mapped over it instead (for data that does not fit in memory).
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
-        """One batch of raw samples -> model inputs (runs inside `tf.data`).
+        """Raw samples -> model inputs, eagerly or inside `tf.data`.
 
         Tasks whose inputs are not one text or one text pair override this.
         """
@@ -79,74 +84,63 @@ class Task(PresetMixin, FunctionalModel):
             return not isinstance(first, dict)
         return True
 
-    def _pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
-        """A `tf.data` pipeline that preprocesses raw samples on the fly."""
-        import tensorflow as tf
+    def _preprocessed(self, x, y=None, sample_weight=None):
+        """`(x, y, sample_weight)` of model inputs from raw samples."""
+        if hasattr(x, "element_spec"):
+            import tensorflow as tf
 
-        if isinstance(x, tf.data.Dataset):
-            dataset = x
-        else:
-            data = keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
-            dataset = tf.data.Dataset.from_tensor_slices(data)
-            if shuffle:
-                dataset = dataset.shuffle(
-                    dataset.cardinality(), reshuffle_each_iteration=True
-                )
-            dataset = dataset.batch(batch_size or 32)
-        return dataset.map(
-            self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE
-        ).prefetch(tf.data.AUTOTUNE)
+            mapped = x.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE)
+            return mapped.prefetch(tf.data.AUTOTUNE), None, None
+        data = keras.tree.map_structure(
+            np.asarray, self.preprocess_samples(x, y, sample_weight)
+        )
+        return keras.utils.unpack_x_y_sample_weight(data)
 
-    def _raw_validation(self, validation_data, batch_size):
-        if validation_data is None:
+    def _preprocessed_validation(self, validation_data):
+        if hasattr(validation_data, "element_spec"):
+            if self._takes_raw(validation_data):
+                return self._preprocessed(validation_data)[0]
             return validation_data
-        import tensorflow as tf
-
-        if isinstance(validation_data, tf.data.Dataset):
-            return (
-                self._pipeline(validation_data)
-                if self._takes_raw(validation_data)
-                else validation_data
-            )
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
         if not self._takes_raw(x):
             return validation_data
-        return self._pipeline(x, y, sample_weight, batch_size=batch_size)
+        return keras.utils.pack_x_y_sample_weight(*self._preprocessed(x, y, sample_weight))
 
     def fit(
         self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, **kwargs
     ):
-        """`keras.Model.fit`; with a preprocessor attached, `x` holds raw strings."""
-        if not self._takes_raw(x):
-            return super().fit(
-                x,
-                y,
-                batch_size=batch_size,
-                sample_weight=sample_weight,
-                shuffle=shuffle,
-                **kwargs,
+        """`keras.Model.fit`; with a preprocessor attached, `x` may hold raw strings."""
+        if self._takes_raw(x):
+            x, y, sample_weight = self._preprocessed(x, y, sample_weight)
+        if kwargs.get("validation_data") is not None and self.preprocessor is not None:
+            kwargs["validation_data"] = self._preprocessed_validation(
+                kwargs["validation_data"]
             )
-        kwargs["validation_data"] = self._raw_validation(
-            kwargs.get("validation_data"), batch_size
+        if hasattr(x, "element_spec"):
+            shuffle = False  # a dataset shuffles itself
+        return super().fit(
+            x,
+            y,
+            batch_size=batch_size,
+            sample_weight=sample_weight,
+            shuffle=shuffle,
+            **kwargs,
         )
-        dataset = self._pipeline(x, y, sample_weight, batch_size, shuffle=shuffle)
-        return super().fit(dataset, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """`keras.Model.evaluate`; with a preprocessor attached, `x` holds raw strings."""
+        """`keras.Model.evaluate`; with a preprocessor, `x` may hold raw strings."""
         # `fit` evaluates its (already preprocessed) validation data this way.
-        cached = kwargs.get("_use_cached_eval_dataset", False)
-        if cached or not self._takes_raw(x):
-            return super().evaluate(
-                x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
-            )
-        return super().evaluate(self._pipeline(x, y, sample_weight, batch_size), **kwargs)
+        if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
+            x, y, sample_weight = self._preprocessed(x, y, sample_weight)
+        return super().evaluate(
+            x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
+        )
 
     def predict(self, x, batch_size=None, **kwargs):
-        """`keras.Model.predict`; with a preprocessor attached, `x` holds raw strings."""
-        if not self._takes_raw(x):
-            return super().predict(x, batch_size=batch_size, **kwargs)
-        return super().predict(self._pipeline(x, batch_size=batch_size), **kwargs)
+        """`keras.Model.predict`; with a preprocessor attached, `x` may hold raw strings."""
+        if self._takes_raw(x):
+            x = self._preprocessed(x)[0]
+        return super().predict(x, batch_size=batch_size, **kwargs)
 
     def default_loss(self):
         raise NotImplementedError

@@ -1,0 +1,145 @@
+"""Hugging Face tokenizer files: `vocab.txt`, `tokenizer_config.json`,
+`tokenizer.json`, plus kbert's `preprocessor_config.json`.
+
+Only what a BERT WordPiece tokenizer needs is read: the vocabulary and the
+normalizer's `lowercase` / `strip_accents`.
+"""
+
+import json
+import os
+
+from kbert.preprocessing.vocabulary import VOCABULARY_FILE, load_vocabulary, save_vocabulary
+
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+TOKENIZER_JSON_FILE = "tokenizer.json"
+PREPROCESSOR_CONFIG_FILE = "preprocessor_config.json"
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+
+
+def _from_tokenizer_json(path):
+    data = _read_json(path)
+    model = data.get("model") or {}
+    if model.get("type") != "WordPiece":
+        raise ValueError(
+            f"{path}: the model is {model.get('type')!r}, not a WordPiece (BERT) tokenizer."
+        )
+    if model.get("continuing_subword_prefix", "##") != "##":
+        raise ValueError(f"{path}: only the '##' subword prefix is supported.")
+    vocab = model.get("vocab") or {}
+    vocabulary = [token for token, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    if [vocab[token] for token in vocabulary] != list(range(len(vocabulary))):
+        raise ValueError(f"{path}: the vocabulary ids are not 0..{len(vocab) - 1}.")
+    normalizer = data.get("normalizer") or {}
+    if normalizer.get("type") != "BertNormalizer":
+        raise ValueError(
+            f"{path}: normalizer {normalizer.get('type')!r} is not supported "
+            "(only BertNormalizer)."
+        )
+    return {
+        "vocabulary": vocabulary,
+        "lowercase": bool(normalizer.get("lowercase", True)),
+        "strip_accents": normalizer.get("strip_accents"),
+    }
+
+
+def read_tokenizer_files(directory):
+    """Tokenizer arguments from a Hugging Face (or kbert) directory.
+
+    Reads `vocab.txt` with `tokenizer_config.json` (`do_lower_case`, default
+    True as in HF's BertTokenizer; `strip_accents`, default None = follow
+    lowercase), or else `tokenizer.json` alone (vocabulary = `model.vocab`
+    ordered by id; lowercase / strip_accents from its `BertNormalizer`).
+    When both exist, `tokenizer.json`'s normalizer wins: it is what HF's fast
+    tokenizer runs.
+
+    Returns:
+        `{"vocabulary": list of str, "lowercase": bool,
+        "strip_accents": bool or None}`.
+
+    Example:
+    >>> read_tokenizer_files("path/to/bert-base-uncased")  # doctest: +SKIP
+    {'vocabulary': ['[PAD]', ...], 'lowercase': True, 'strip_accents': None}
+    """
+    directory = os.fspath(directory)
+    vocab_path = os.path.join(directory, VOCABULARY_FILE)
+    json_path = os.path.join(directory, TOKENIZER_JSON_FILE)
+    config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    has_json = os.path.isfile(json_path)
+    if not os.path.isfile(vocab_path):
+        if not has_json:
+            raise ValueError(
+                f"{directory!r} holds neither {VOCABULARY_FILE} nor {TOKENIZER_JSON_FILE}."
+            )
+        result = _from_tokenizer_json(json_path)
+        load_vocabulary(result["vocabulary"])  # checks it
+        return result
+    config = _read_json(config_path) if os.path.isfile(config_path) else {}
+    strip_accents = config.get("strip_accents")
+    result = {
+        "vocabulary": load_vocabulary(vocab_path),
+        "lowercase": bool(config.get("do_lower_case", True)),
+        "strip_accents": None if strip_accents is None else bool(strip_accents),
+    }
+    if has_json:
+        normalizer = _read_json(json_path).get("normalizer") or {}
+        if normalizer.get("type") == "BertNormalizer":
+            result["lowercase"] = bool(normalizer.get("lowercase", True))
+            result["strip_accents"] = normalizer.get("strip_accents")
+    return result
+
+
+def write_tokenizer_files(directory, vocabulary, lowercase, strip_accents):
+    """Write `vocab.txt` and an HF-style `tokenizer_config.json`.
+
+    `transformers.AutoTokenizer.from_pretrained(directory)` loads the result
+    as a `BertTokenizer(Fast)` with the same settings.
+    """
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    save_vocabulary(vocabulary, os.path.join(directory, VOCABULARY_FILE))
+    config = {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": bool(lowercase),
+        "strip_accents": strip_accents,
+        "tokenize_chinese_chars": True,
+        "unk_token": "[UNK]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+    }
+    with open(os.path.join(directory, TOKENIZER_CONFIG_FILE), "w") as file:
+        json.dump(config, file, indent=2)
+
+
+def read_preprocessor_config(directory):
+    """`preprocessor_config.json` as a dict; `{}` when the file is absent.
+
+    Without it, a `tokenizer.json` truncation `max_length` gives
+    `sequence_length`.
+    """
+    directory = os.fspath(directory)
+    path = os.path.join(directory, PREPROCESSOR_CONFIG_FILE)
+    if os.path.isfile(path):
+        return _read_json(path)
+    json_path = os.path.join(directory, TOKENIZER_JSON_FILE)
+    if os.path.isfile(json_path):
+        truncation = _read_json(json_path).get("truncation") or {}
+        if truncation.get("max_length"):
+            return {"sequence_length": int(truncation["max_length"])}
+    return {}
+
+
+def write_preprocessor_config(directory, config):
+    """Write `preprocessor_config.json` (kbert's packing settings)."""
+    os.makedirs(os.fspath(directory), exist_ok=True)
+    path = os.path.join(os.fspath(directory), PREPROCESSOR_CONFIG_FILE)
+    with open(path, "w") as file:
+        json.dump(config, file, indent=2)
