@@ -1,6 +1,6 @@
 """kbert: BERT in Keras 3, one implementation on TensorFlow, JAX and PyTorch."""
 
-from kbert import data
+from kbert import data, export
 from kbert.layers.activations import gelu, gelu_approximate
 from kbert.models.backbone import BertBackbone
 from kbert.models.classifier import BertClassifier
@@ -37,4 +37,5 @@ __all__ = [
     "save_hf",
     "train_vocabulary",
     "data",
+    "export",
 ]

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import sys
 
+from kbert.export.commands import add_export_parser, add_verify_parser
 from kbert.finetuning.commands import add_finetune_command
 from kbert.inference.embed_command import add_embed_command
 
@@ -119,7 +120,13 @@ def convert(args):
     return 0
 
 
-COMMANDS = (add_convert_command, add_finetune_command, add_embed_command)
+COMMANDS = (
+    add_convert_command,
+    add_finetune_command,
+    add_embed_command,
+    add_export_parser,
+    add_verify_parser,
+)
 
 
 def build_parser():

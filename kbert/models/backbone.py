@@ -20,7 +20,9 @@ def attention_mask_from_padding(padding_mask):
     """
     mask = ops.cast(padding_mask, "bool")
     empty_row = ops.logical_not(ops.any(mask, axis=-1, keepdims=True))
-    return ops.logical_or(mask, empty_row)[:, None, None, :]
+    # expand_dims, not [:, None, None, :]: the strided slice does not convert
+    # to TFLite when batch and sequence are both dynamic.
+    return ops.expand_dims(ops.expand_dims(ops.logical_or(mask, empty_row), 1), 1)
 
 
 @keras.saving.register_keras_serializable(package="kbert")

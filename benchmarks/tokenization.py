@@ -13,7 +13,7 @@ VADER sentences (37,608 texts), uncased all-MiniLM vocabulary, token ids only
 
 Each figure is the best of `--repeats` passes over the whole corpus.
 
-    python benchmarks/tokenize.py [--batch-size 1024] [--repeats 3]
+    python benchmarks/tokenization.py [--batch-size 1024] [--repeats 3]
 """
 
 import os

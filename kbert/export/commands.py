@@ -1,0 +1,155 @@
+"""`kbert export` and `kbert verify` on the command line.
+
+`kbert.cli` wires them in: `add_export_parser(subparsers)` and
+`add_verify_parser(subparsers)` declare the arguments and set `func` (and
+`handler`, the name `kbert.cli` calls) to a function that takes the parsed
+arguments and returns an exit status.
+
+Example:
+    kbert export out/classifier --format tflite --flavour mediapipe -o out/c.tflite
+    kbert verify out/c.tflite out/classifier.onnx
+"""
+
+import json
+
+
+def add_export_parser(subparsers):
+    """Declares `kbert export MODEL --format ... --output PATH`.
+
+    Example:
+    >>> add_export_parser(parser.add_subparsers())
+    """
+    from kbert.export.tflite import FLAVOURS, QUANTIZATIONS
+
+    parser = subparsers.add_parser(
+        "export",
+        help="export a model to SavedModel (TF Serving), TFLite (Android) or ONNX",
+        description="Export MODEL (a kbert preset directory, a Hugging Face or Google "
+        "BERT directory, a registered name or a .keras file) and verify the artifact "
+        "on its runtime against the Keras model on real sentences. Nothing is "
+        "written at OUTPUT unless the outputs agree.",
+    )
+    parser.add_argument("model")
+    parser.add_argument(
+        "--format", required=True, choices=("saved_model", "tflite", "onnx")
+    )
+    parser.add_argument("-o", "--output", required=True, help="artifact path to write")
+    parser.add_argument(
+        "--flavour",
+        choices=FLAVOURS,
+        default="token_ids",
+        help="TFLite flavour (token_ids)",
+    )
+    parser.add_argument(
+        "--quantization",
+        choices=[q for q in QUANTIZATIONS if q],
+        help="TFLite quantization (default: none, float32)",
+    )
+    parser.add_argument("--sequence-length", type=int, help="TFLite static sequence length")
+    parser.add_argument(
+        "--batch-size",
+        default="auto",
+        help="TFLite static batch size, or 'dynamic' (auto: 1, dynamic for string)",
+    )
+    parser.add_argument(
+        "--text-pairs", action="store_true", help="a classifier of sentence pairs"
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        help="TFLite: accept this verification bound (relative when quantized)",
+    )
+    parser.add_argument("--opset", type=int, default=18, help="ONNX opset (18)")
+    parser.set_defaults(func=export_command, handler=export_command)
+
+
+def export_command(args):
+    """Runs `kbert export`; prints the verification summary.
+
+    Example:
+    >>> export_command(parser.parse_args(
+    ...     ["export", "out/c", "--format", "onnx", "-o", "c.onnx"]))
+    0
+    """
+    import kbert.export as export
+    from kbert.export.model_source import load_model
+
+    model = load_model(args.model)
+    text_pairs = True if args.text_pairs else None
+    if args.format == "saved_model":
+        record = export.saved_model(
+            model, args.output, text_pairs=text_pairs, source=args.model
+        )
+    elif args.format == "onnx":
+        record = export.onnx(model, args.output, opset=args.opset, source=args.model)
+    else:
+        batch_size = args.batch_size
+        if batch_size == "dynamic":
+            batch_size = None
+        elif batch_size != "auto":
+            batch_size = int(batch_size)
+        record = export.tflite(
+            model,
+            args.output,
+            flavour=args.flavour,
+            quantization=args.quantization,
+            sequence_length=args.sequence_length,
+            batch_size=batch_size,
+            text_pairs=text_pairs,
+            source=args.model,
+            tolerance=args.tolerance,
+        )
+    print(f"Wrote {args.output} ({record['format']}, {record['task']})")
+    print("Verified: " + json.dumps(record["verification"], indent=2))
+    if "cross_backend" in record:
+        print(
+            "Against the original backend: " + json.dumps(record["cross_backend"], indent=2)
+        )
+    return 0
+
+
+def add_verify_parser(subparsers):
+    """Declares `kbert verify ARTIFACT [ARTIFACT ...] [--model MODEL]`.
+
+    Example:
+    >>> add_verify_parser(parser.add_subparsers())
+    """
+    parser = subparsers.add_parser(
+        "verify",
+        help="measure exported artifacts against their Keras model",
+        description="Run each ARTIFACT (SavedModel directory, .tflite, .onnx) on its "
+        "runtime and print a table: size, runtime, max |artifact - Keras|, accuracy on "
+        "held-out Rotten Tomatoes reviews (two-class classifiers), agreement with "
+        "Keras, batch-1 latency.",
+    )
+    parser.add_argument("artifacts", nargs="+", metavar="artifact")
+    parser.add_argument(
+        "--model",
+        help="the Keras model (default: the source named in the artifact's record)",
+    )
+    parser.add_argument("--num-examples", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls (20)")
+    parser.set_defaults(func=verify_command, handler=verify_command)
+
+
+def verify_command(args):
+    """Runs `kbert verify`; prints the table.
+
+    Example:
+    >>> verify_command(parser.parse_args(["verify", "c.onnx"]))
+    0
+    """
+    from kbert.export import record as records
+    from kbert.export.model_source import load_model
+    from kbert.export.verify import format_table, keras_row, verify
+
+    source = args.model or records.read_record(args.artifacts[0]).get("source")
+    if not source:
+        raise ValueError("Pass --model: the artifact does not name its source model.")
+    model = load_model(source)
+    text_pairs = records.read_record(args.artifacts[0]).get("text_pairs")
+    rows = [keras_row(model, args.num_examples, args.repeats, text_pairs=text_pairs)]
+    for artifact in args.artifacts:
+        rows.append(verify(artifact, model, args.num_examples, args.repeats))
+    print(format_table(rows))
+    return 0

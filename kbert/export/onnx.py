@@ -1,0 +1,319 @@
+"""ONNX export from every backend: token ids in, dynamic batch and sequence.
+
+- TensorFlow: `tf2onnx` (without its reshape optimizer, which rewires the
+  attention heads' reshape into a wrong shape);
+- PyTorch: `torch.onnx.export(..., dynamo=True)` with `dynamic_shapes`;
+- JAX: `jax2onnx.to_onnx` on the model's stateless call, with symbolic
+  dimensions bounded by `max_sequence_length`.
+
+Inputs are int32 `token_ids`, `segment_ids`, `padding_mask` (and
+`mask_positions` for a masked LM) of shape (batch, sequence) (with
+`num_choices` between them for multiple choice); outputs are named as in
+`kbert.export.spec`. The file is checked with `onnx.checker` and run with
+`onnxruntime` before it is kept.
+"""
+
+import json
+import os
+
+import keras
+import numpy as np
+
+from kbert.export import checks
+from kbert.export.record import RECORD_NAME
+from kbert.export.spec import export_spec, forward, named_outputs
+from kbert.utils.atomic import atomic_file
+
+DEFAULT_OPSET = 18
+MIN_OPSET = 17
+BATCH, SEQUENCE, POSITIONS = "batch", "sequence", "positions"
+
+
+def onnx(model, path, opset=DEFAULT_OPSET, source=None):
+    """Exports `model` (token ids in) to a verified ONNX file at `path`.
+
+    Works on the current Keras backend. Before the file appears at `path`,
+    `onnx.checker` checks it and `onnxruntime` runs it on real sentences at
+    two different (batch, sequence) shapes; outputs must match the Keras
+    model's within 1e-4, or `ExportVerificationError` is raised and nothing
+    is written.
+
+    Args:
+        model: a kbert task model or backbone.
+        path: the `.onnx` file to write.
+        opset: the ONNX opset (>= 17; default 18, which JAX's exporter needs).
+        source: where the model came from (preset directory or `.keras`
+            file), kept in the export record for `kbert verify`.
+
+    Returns:
+        The export record (a dict), with the verification figures.
+
+    Example:
+    >>> kbert.export.onnx(classifier, "classifier.onnx")
+    >>> onnxruntime.InferenceSession("classifier.onnx").run(
+    ...     None, {"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
+    """
+    if opset < MIN_OPSET:
+        raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
+    spec = export_spec(model)
+    backend = keras.backend.backend()
+    converters = {"tensorflow": _from_tensorflow, "torch": _from_torch, "jax": _from_jax}
+    from kbert.export.verification_data import verification_data
+
+    data = verification_data(model, spec)
+    with atomic_file(path) as tmp:
+        proto = converters[backend](model, spec, opset, data.token_batches[0])
+        _order_outputs(proto, spec)
+        _check_proto(proto, spec, opset)
+        with open(tmp, "wb") as file:
+            file.write(proto.SerializeToString())
+        verification = verify_onnx(model, spec, tmp, data)
+        export_record = {
+            "format": "onnx",
+            "task": spec.task,
+            "class_name": type(model).__name__,
+            "source": os.path.abspath(source) if source else None,
+            "inputs": list(spec.token_inputs),
+            "outputs": list(spec.output_names),
+            "labels": list(spec.labels),
+            "opset": opset,
+            "backend": backend,
+            "converter": {
+                "tensorflow": "tf2onnx",
+                "torch": "torch.onnx (dynamo)",
+                "jax": "jax2onnx",
+            }[backend],
+            "verification": verification,
+        }
+        _write_with_record(tmp, proto, export_record, data.token_batches[-1])
+    return export_record
+
+
+def _input_names(spec):
+    return list(spec.token_inputs)
+
+
+def _from_tensorflow(model, spec, opset, sample):
+    import tensorflow as tf
+    from tf2onnx import optimizer, tf_loader, tfonnx
+    from tf2onnx.convert import tensor_names_from_structed
+
+    signature = [
+        tf.TensorSpec(_shape(spec, name, None), tf.int32, name=name)
+        for name in spec.token_inputs
+    ]
+
+    @tf.function(input_signature=signature)
+    def function(*inputs):
+        outputs = forward(model, spec, dict(zip(spec.token_inputs, inputs)))
+        return {name: outputs[name] for name in spec.output_names}
+
+    concrete = function.get_concrete_function()
+    inputs = [t.name for t in concrete.inputs if t.dtype != tf.resource]
+    outputs = [t.name for t in concrete.outputs if t.dtype != tf.resource]
+    renames = tensor_names_from_structed(concrete, inputs, outputs)
+    frozen = tf_loader.from_function(concrete, inputs, outputs)
+    with tf.Graph().as_default() as graph:
+        tf.import_graph_def(frozen, name="")
+        onnx_graph = tfonnx.process_tf_graph(
+            graph,
+            opset=opset,
+            input_names=inputs,
+            output_names=outputs,
+            tensors_to_rename=renames,
+            continue_on_error=False,
+        )
+        # tf2onnx's reshape optimizer computes a wrong target shape for the
+        # attention heads' reshape (onnxruntime then fails at run time).
+        optimizers = {
+            name: factory
+            for name, factory in optimizer._get_optimizers().items()
+            if name != "reshape_optimizer"
+        }
+        onnx_graph = optimizer.optimize_graph(onnx_graph, optimizers=optimizers)
+        return onnx_graph.make_model(f"kbert {type(model).__name__}")
+
+
+def _shape(spec, name, batch):
+    if name == "mask_positions":
+        return [batch, None]
+    return [batch, *spec.extra_dims, None]
+
+
+def _from_torch(model, spec, opset, sample):
+    import torch
+
+    backbone = getattr(model, "backbone", model)
+
+    class Exported(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs):
+            outputs = forward(self.inner, spec, dict(zip(spec.token_inputs, inputs)))
+            return tuple(outputs[name] for name in spec.output_names)
+
+    batch = torch.export.Dim(BATCH)
+    sequence = torch.export.Dim(SEQUENCE, max=backbone.max_sequence_length)
+    positions = torch.export.Dim(POSITIONS)
+    sequence_axis = 1 + len(spec.extra_dims)
+    dynamic_shapes = tuple(
+        {0: batch, 1: positions}
+        if name == "mask_positions"
+        else {0: batch, sequence_axis: sequence}
+        for name in spec.token_inputs
+    )
+    args = tuple(
+        torch.from_numpy(np.asarray(sample[name], "int32")) for name in spec.token_inputs
+    )
+    program = torch.onnx.export(
+        Exported(model).eval(),
+        args,
+        dynamo=True,
+        opset_version=opset,
+        input_names=list(spec.token_inputs),
+        output_names=list(spec.output_names),
+        dynamic_shapes=(dynamic_shapes,),
+        verbose=False,
+    )
+    return program.model_proto
+
+
+def _load_jax2onnx_plugins():
+    """Loads jax2onnx's `jax.*` plugins only.
+
+    `to_onnx` otherwise imports all ~500 plugin modules (Flax, Equinox,
+    examples) on its first call: 25 s instead of 5 s, for primitives a Keras
+    model never emits. Falls back to the full import if that API changed.
+    """
+    import os
+
+    try:
+        from jax2onnx.plugins import plugin_system
+    except ImportError:
+        return
+    if getattr(plugin_system, "_already_imported_plugins", True):
+        return
+    import pathlib
+
+    root = pathlib.Path(os.path.dirname(plugin_system.__file__))
+    plugin_system._import_tree(root / "jax", "jax2onnx.plugins.jax")
+    plugin_system._already_imported_plugins = True
+
+
+def _from_jax(model, spec, opset, sample):
+    import jax
+    import jax.numpy as jnp
+    from jax2onnx import to_onnx
+
+    backbone = getattr(model, "backbone", model)
+    _load_jax2onnx_plugins()
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    def function(*inputs):
+        raw, _ = model.stateless_call(
+            trainable, non_trainable, dict(zip(spec.token_inputs, inputs)), training=False
+        )
+        outputs = named_outputs(model, spec, raw)
+        return tuple(outputs[name] for name in spec.output_names)
+
+    batch, sequence, positions = jax.export.symbolic_shape(
+        f"{BATCH}, {SEQUENCE}, {POSITIONS}",
+        constraints=(f"{SEQUENCE} <= {backbone.max_sequence_length}",),
+    )
+    shapes = [
+        (batch, positions)
+        if name == "mask_positions"
+        else (batch, *spec.extra_dims, sequence)
+        for name in spec.token_inputs
+    ]
+    return to_onnx(
+        function,
+        [jax.ShapeDtypeStruct(shape, jnp.int32) for shape in shapes],
+        model_name=f"kbert_{type(model).__name__}",
+        opset=opset,
+        input_names=list(spec.token_inputs),
+        output_names=list(spec.output_names),
+    )
+
+
+def _order_outputs(proto, spec):
+    """Graph outputs in `spec.output_names` order (tf2onnx sorts dict keys)."""
+    outputs = {o.name: o for o in proto.graph.output}
+    if sorted(outputs) != sorted(spec.output_names):
+        raise ValueError(
+            f"The ONNX model's outputs are {sorted(outputs)}; expected {spec.output_names}."
+        )
+    ordered = [type(outputs[n])() for n in spec.output_names]
+    for copy, name in zip(ordered, spec.output_names):
+        copy.CopyFrom(outputs[name])
+    del proto.graph.output[:]
+    proto.graph.output.extend(ordered)
+
+
+def _check_proto(proto, spec, opset):
+    import onnx as onnx_lib
+
+    onnx_lib.checker.check_model(proto, full_check=True)
+    versions = {o.domain: o.version for o in proto.opset_import}
+    if versions.get("", versions.get("ai.onnx", 0)) < MIN_OPSET:
+        raise ValueError(
+            f"The ONNX model declares opset {versions}; expected >= {MIN_OPSET}."
+        )
+    names = [i.name for i in proto.graph.input]
+    if names != list(spec.token_inputs):
+        raise ValueError(
+            f"The ONNX model's inputs are {names}; expected {spec.token_inputs}."
+        )
+    for graph_input in proto.graph.input:
+        dims = graph_input.type.tensor_type.shape.dim
+        if dims[0].dim_value or dims[-1].dim_value:
+            raise ValueError(
+                f"ONNX input {graph_input.name!r} has a static batch or sequence axis."
+            )
+
+
+def verify_onnx(model, spec, path, data):
+    """Runs the file on onnxruntime at two shapes against the Keras model.
+
+    Example:
+    >>> verify_onnx(classifier, spec, "c.onnx", verification_data(classifier, spec))
+    """
+    from kbert.export.runtimes import OnnxRunner
+    from kbert.export.spec import keras_outputs
+
+    runner = OnnxRunner(path)
+    diffs = {}
+    for batch in data.token_batches:
+        shape = batch["token_ids"].shape
+        found = checks.check_close(
+            runner(batch),
+            keras_outputs(model, spec, batch),
+            checks.FLOAT_TOLERANCE,
+            f"ONNX Runtime at input shape {shape}",
+        )
+        diffs = checks.merge_diffs(diffs, found)
+    import onnxruntime
+
+    return {
+        "runtime": f"onnxruntime {onnxruntime.__version__} (CPU)",
+        "inputs": data.source,
+        "shapes": [list(b["token_ids"].shape) for b in data.token_batches],
+        "tolerance": checks.FLOAT_TOLERANCE,
+        "max_abs_diff": diffs,
+    }
+
+
+def _write_with_record(path, proto, export_record, probe):
+    """Adds the export record to the verified file and re-runs it unchanged."""
+    from kbert.export.runtimes import OnnxRunner
+
+    before = OnnxRunner(path)(probe)
+    entry = proto.metadata_props.add()
+    entry.key = RECORD_NAME
+    entry.value = json.dumps(export_record, sort_keys=True)
+    with open(path, "wb") as file:
+        file.write(proto.SerializeToString())
+    checks.check_close(OnnxRunner(path)(probe), before, 0.0, "ONNX file after its record")

@@ -1,0 +1,262 @@
+"""Run an exported artifact on the runtime it was made for.
+
+- SavedModel: a fresh Python process importing only `tensorflow` and
+  `tensorflow_text`, as TF Serving runs it (`serving_process.py`);
+- TFLite: `ai_edge_litert`'s interpreter, with tensorflow-text's TFLite
+  registrar only when the model holds custom ops;
+- ONNX: `onnxruntime` on CPU;
+- MediaPipe: `mediapipe.tasks.python.text.TextClassifier`.
+
+Every runner takes and returns dicts of NumPy arrays keyed by input and
+output name.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SERVING_SCRIPT = os.path.join(os.path.dirname(__file__), "serving_process.py")
+
+
+def _encode(value):
+    value = np.asarray(value)
+    if value.dtype.kind in "UO":
+        return np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(value).astype("S")
+    return value
+
+
+def run_saved_model(directory, runs, repeats=0):
+    """Runs signatures in a fresh TensorFlow-only process.
+
+    Args:
+        directory: the SavedModel.
+        runs: list of `(signature_name, {input_name: array})`.
+        repeats: extra timed calls per run (an int, or one per run).
+
+    Returns:
+        `(outputs, seconds, modules)`: one output dict per run, the median
+        seconds per call of each run (NaN without repeats) and the top-level
+        modules the process had imported.
+
+    Example:
+    >>> outputs, _, modules = run_saved_model("out/sm", [("serving_default",
+    ...     {"text": np.array(["A fine film."])})])
+    >>> "keras" in modules
+    False
+    """
+    if isinstance(repeats, int):
+        repeats = [repeats] * len(runs)
+    with tempfile.TemporaryDirectory(prefix="kbert-serving-") as tmp:
+        job = {"directory": os.path.abspath(directory), "runs": []}
+        for i, (signature, feeds) in enumerate(runs):
+            inputs = os.path.join(tmp, f"in{i}.npz")
+            np.savez(inputs, **{name: _encode(value) for name, value in feeds.items()})
+            job["runs"].append(
+                {
+                    "signature": signature,
+                    "inputs": inputs,
+                    "outputs": os.path.join(tmp, f"out{i}.npz"),
+                    "repeats": repeats[i],
+                }
+            )
+        job_path = os.path.join(tmp, "job.json")
+        with open(job_path, "w", encoding="utf-8") as file:
+            json.dump(job, file)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        env.pop("KERAS_BACKEND", None)
+        result = subprocess.run(
+            [sys.executable, SERVING_SCRIPT, job_path],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode:
+            raise RuntimeError(
+                f"Loading {directory} in a TensorFlow-only process failed:\n"
+                f"{result.stderr[-3000:]}"
+            )
+        outputs, seconds, modules = [], [], []
+        for run in job["runs"]:
+            with np.load(run["outputs"]) as data:
+                outputs.append({k: data[k] for k in data.files if not k.startswith("__")})
+                seconds.append(float(data["__seconds__"]))
+                modules = [m.decode() for m in data["__modules__"]]
+        return outputs, seconds, modules
+
+
+def run_saved_model_here(directory, runs):
+    """`run_saved_model` in this process (`tf.saved_model.load`), no timing.
+
+    Example:
+    >>> run_saved_model_here("out/sm", [("serving_default", {"text": texts})])
+    """
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 - registers the tf-text ops
+
+    loaded = tf.saved_model.load(os.fspath(directory))
+    outputs = []
+    for signature, feeds in runs:
+        tensors = {name: tf.constant(_encode(value)) for name, value in feeds.items()}
+        result = loaded.signatures[signature](**tensors)
+        outputs.append({name: value.numpy() for name, value in result.items()})
+    return outputs
+
+
+def tflite_custom_ops(model_bytes):
+    """Names of the custom (non-builtin) operators in a TFLite flatbuffer.
+
+    Example:
+    >>> tflite_custom_ops(open("string.tflite", "rb").read())
+    ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets', 'RaggedTensorToTensor']
+    """
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = schema.Model.GetRootAsModel(model_bytes, 0)
+    names = set()
+    for i in range(model.OperatorCodesLength()):
+        code = model.OperatorCodes(i)
+        builtin = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
+        if builtin == schema.BuiltinOperator.CUSTOM:
+            names.add(code.CustomCode().decode("utf-8"))
+    return sorted(names)
+
+
+class TFLiteRunner:
+    """An `ai_edge_litert` interpreter for one TFLite file (its first signature).
+
+    The tensorflow-text TFLite kernels are registered only when the model
+    holds custom ops, so a builtin-only model proves it runs on a plain
+    interpreter.
+
+    Example:
+    >>> runner = TFLiteRunner("out/model.tflite")
+    >>> runner({"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
+    {'logits': array(...), 'probabilities': array(...)}
+    """
+
+    def __init__(self, path, num_threads=None):
+        from ai_edge_litert import interpreter as litert
+
+        with open(path, "rb") as file:
+            model_bytes = file.read()
+        self.custom_ops = tflite_custom_ops(model_bytes)
+        if self.custom_ops:
+            import tensorflow_text
+
+            self.interpreter = litert.InterpreterWithCustomOps(
+                custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+                model_content=model_bytes,
+                num_threads=num_threads,
+            )
+        else:
+            self.interpreter = litert.Interpreter(
+                model_content=model_bytes, num_threads=num_threads
+            )
+        signatures = self.interpreter.get_signature_list()
+        self.signature = next(iter(signatures))
+        self.runner = self.interpreter.get_signature_runner(self.signature)
+        self.input_details = self.runner.get_input_details()
+
+    def input_shape(self, name):
+        """The static shape of an input, -1 for dynamic dimensions."""
+        return tuple(int(d) for d in self.input_details[name]["shape_signature"])
+
+    def __call__(self, feeds):
+        converted = {}
+        for name, value in feeds.items():
+            value = np.asarray(value)
+            if value.dtype.kind in "UO":
+                value = _encode(value)
+            else:
+                value = value.astype(self.input_details[name]["dtype"])
+            converted[name] = value
+        outputs = self.runner(**converted)
+        return {name: np.asarray(value) for name, value in outputs.items()}
+
+
+class OnnxRunner:
+    """An `onnxruntime` CPU session for one ONNX file.
+
+    Example:
+    >>> OnnxRunner("out/model.onnx")({"token_ids": ids, ...})["logits"].shape
+    (16, 2)
+    """
+
+    def __init__(self, path, num_threads=None):
+        import onnxruntime
+
+        options = onnxruntime.SessionOptions()
+        if num_threads:
+            options.intra_op_num_threads = num_threads
+        self.session = onnxruntime.InferenceSession(
+            os.fspath(path), options, providers=["CPUExecutionProvider"]
+        )
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        self.output_names = [o.name for o in self.session.get_outputs()]
+
+    def __call__(self, feeds):
+        types = {i.name: i.type for i in self.session.get_inputs()}
+        converted = {}
+        for name in self.input_names:
+            value = np.asarray(feeds[name])
+            if types[name] == "tensor(int32)":
+                value = value.astype("int32")
+            elif types[name] == "tensor(int64)":
+                value = value.astype("int64")
+            converted[name] = value
+        values = self.session.run(self.output_names, converted)
+        return dict(zip(self.output_names, values))
+
+
+class MediaPipeClassifierRunner:
+    """MediaPipe Tasks' `TextClassifier` on a TFLite file with BERT metadata.
+
+    Returns probabilities `(batch, num_classes)` in label-index order and the
+    label names MediaPipe read from the metadata.
+    """
+
+    def __init__(self, path):
+        from mediapipe.tasks.python.core.base_options import BaseOptions
+        from mediapipe.tasks.python.text import text_classifier
+
+        options = text_classifier.TextClassifierOptions(
+            base_options=BaseOptions(model_asset_path=os.fspath(path))
+        )
+        self.classifier = text_classifier.TextClassifier.create_from_options(options)
+
+    def __call__(self, texts):
+        probabilities, names = [], {}
+        for text in texts:
+            result = self.classifier.classify(text)
+            categories = result.classifications[0].categories
+            row = np.zeros(len(categories), "float32")
+            for category in categories:
+                row[category.index] = category.score
+                names[category.index] = category.category_name
+            probabilities.append(row)
+        labels = [names[i] for i in sorted(names)]
+        return {"probabilities": np.stack(probabilities)}, labels
+
+    def close(self):
+        self.classifier.close()
+
+
+def median_seconds(function, repeats=5, warmup=1):
+    """Median wall-clock seconds of `function()` over `repeats` calls.
+
+    Example:
+    >>> median_seconds(lambda: runner(feeds), repeats=10)
+    """
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))

@@ -1,0 +1,240 @@
+"""SavedModel export for TensorFlow Serving.
+
+The SavedModel holds two signatures, both with method name
+`tensorflow/serving/predict`:
+
+- `serving_default`: raw strings in (the model's `BertPreprocessor` runs in
+  the graph), named outputs out;
+- `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` in.
+
+It is written with `tf.saved_model.save` on a module that tracks the model's
+variables once (Keras' `model.export` stores each variable twice), and uses
+no tensorflow-text op missing from the tensorflow-text that TF Serving
+2.14-2.19 link (2.12).
+"""
+
+import keras
+
+from kbert.export import checks, record
+from kbert.export.spec import export_spec, forward, token_input_shape
+from kbert.utils.atomic import atomic_directory
+
+TEXT_SIGNATURE = "serving_default"
+TOKEN_SIGNATURE = "serve_token_ids"
+
+# tensorflow-text ops in the tensorflow-text 2.12 that TF Serving 2.14-2.19
+# link (read from the tensorflow_text-2.12.1 wheel); TF Serving 2.20 links 2.20.
+SERVING_TF_TEXT_OPS = frozenset(
+    """CaseFoldUTF8 ConstrainedSequence FastBertNormalize
+    FastWordpieceTokenizeWithOffsets FindSourceOffsets MaxSpanningTree
+    NormalizeUTF8 NormalizeUTF8WithOffsetsMap PhraseTokenize RegexSplitWithOffsets
+    RougeL SentenceFragments SentenceFragmentsV2 SentencepieceDetokenizeOp
+    SentencepieceIdToStringOp SentencepieceOp SentencepieceStringToIdOp
+    SentencepieceTokenizeOp SentencepieceTokenizeWithOffsetsOp
+    SentencepieceVocabSizeOp SplitMergeTokenizeWithOffsets TFText>BoiseTagsToOffsets
+    TFText>ByteSplitByOffsets TFText>ByteSplitWithOffsets
+    TFText>FastSentencepieceDetokenize TFText>FastSentencepieceTokenize
+    TFText>FastWordpieceDetokenize TFText>NgramsStringJoin TFText>OffsetsToBoiseTags
+    TFText>PhraseDetokenize TFText>WhitespaceTokenizeWithOffsetsV2 TokenizerFromLogits
+    UnicodeScriptTokenizeWithOffsets WhitespaceTokenizeWithOffsets
+    WordpieceTokenizeWithOffsets""".split()
+)
+# tensorflow-text 2.21 ops that tensorflow-text 2.12 lacks.
+NEWER_TF_TEXT_OPS = frozenset(
+    ["TFText>RoundRobinGenerateMasks", "TFText>RoundRobinTrim", "TFText>Utf8Binarize"]
+)
+
+
+def saved_model(model, path, text_pairs=None, source=None):
+    """Exports `model` as a TF Serving SavedModel at `path`, verified.
+
+    Signatures: `serving_default` (strings in; needs `model.preprocessor`,
+    otherwise it takes token ids like `serve_token_ids`) and
+    `serve_token_ids`. Before the directory appears at `path`, a fresh
+    process that imports only `tensorflow` and `tensorflow_text` loads it and
+    runs both signatures on real sentences; outputs must match the Keras
+    model's within 1e-5, or `ExportVerificationError` is raised and nothing
+    is written.
+
+    Runs on the TensorFlow backend. From JAX or PyTorch the model is saved
+    (`.keras`) and exported by a TensorFlow-backend subprocess; the result is
+    then checked against the original model as well.
+
+    Args:
+        model: a kbert task model (or backbone).
+        path: the SavedModel directory to write (replaced if it exists).
+        text_pairs: `True` for a classifier of sentence pairs: the string
+            signature then takes `text` and `text_pair`.
+        source: where the model came from (preset directory or `.keras`
+            file), kept in the export record for `kbert verify`.
+
+    Returns:
+        The export record (a dict): signatures, outputs, verification.
+
+    Example:
+    >>> kbert.export.saved_model(classifier, "out/classifier/1")
+    >>> # TF Serving: POST /v1/models/classifier:predict
+    >>> #   {"instances": [{"text": "A fine film."}]}
+    """
+    if keras.backend.backend() != "tensorflow":
+        from kbert.export.on_tensorflow import export_on_tensorflow
+
+        return export_on_tensorflow(
+            model, "saved_model", path, text_pairs=text_pairs, source=source
+        )
+    spec = export_spec(model, text_pairs)
+    with atomic_directory(path) as tmp:
+        _write(model, spec, tmp)
+        ops = _check_serving_ops(tmp)
+        verification = verify_saved_model(model, spec, tmp)
+        export_record = {
+            "format": "saved_model",
+            "task": spec.task,
+            "class_name": type(model).__name__,
+            "source": _absolute(source),
+            "text_pairs": bool(text_pairs),
+            "signatures": {
+                TEXT_SIGNATURE: list(spec.text_inputs)
+                if model.preprocessor is not None
+                else list(spec.token_inputs),
+                TOKEN_SIGNATURE: list(spec.token_inputs),
+            },
+            "text_signature": model.preprocessor is not None,
+            "outputs": list(spec.output_names),
+            "labels": list(spec.labels),
+            "tf_text_ops": sorted(ops & (SERVING_TF_TEXT_OPS | NEWER_TF_TEXT_OPS)),
+            "backend": keras.backend.backend(),
+            "verification": verification,
+        }
+        record.write_saved_model_record(tmp, export_record)
+    return export_record
+
+
+def _absolute(source):
+    import os
+
+    return os.path.abspath(source) if source else None
+
+
+def _signature_functions(model, spec):
+    import tensorflow as tf
+
+    from kbert.export.text_graph import text_features
+
+    token_specs = {
+        name: tf.TensorSpec(token_input_shape(spec, name=name), tf.int32, name=name)
+        for name in spec.token_inputs
+    }
+
+    @tf.function(input_signature=[token_specs])
+    def serve_token_ids(inputs):
+        return forward(model, spec, inputs)
+
+    functions = {TOKEN_SIGNATURE: serve_token_ids.get_concrete_function()}
+    if model.preprocessor is None:
+        functions[TEXT_SIGNATURE] = functions[TOKEN_SIGNATURE]
+        return functions
+    text_specs = {
+        name: tf.TensorSpec(
+            [None] + ([spec.extra_dims[0]] if name == "choices" else []),
+            tf.string,
+            name=name,
+        )
+        for name in spec.text_inputs
+    }
+
+    @tf.function(input_signature=[text_specs])
+    def serving_default(texts):
+        features, extras = text_features(model.preprocessor, spec, texts)
+        return {**forward(model, spec, features), **extras}
+
+    functions[TEXT_SIGNATURE] = serving_default.get_concrete_function()
+    return functions
+
+
+def _write(model, spec, directory):
+    import tensorflow as tf
+
+    module = tf.Module()
+    # The raw tf.Variables behind the Keras variables: each is saved once.
+    module.model_variables = [variable.value for variable in model.variables]
+    tf.saved_model.save(module, directory, signatures=_signature_functions(model, spec))
+
+
+def graph_ops(directory):
+    """Every op type in a SavedModel's graph and function library.
+
+    Example:
+    >>> "FastWordpieceTokenizeWithOffsets" in graph_ops("out/classifier/1")
+    True
+    """
+    import os
+
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(directory, "saved_model.pb"), "rb") as file:
+        proto.ParseFromString(file.read())
+    ops = set()
+    for meta_graph in proto.meta_graphs:
+        ops.update(node.op for node in meta_graph.graph_def.node)
+        for function in meta_graph.graph_def.library.function:
+            ops.update(node.op for node in function.node_def)
+    return ops
+
+
+def _check_serving_ops(directory):
+    ops = graph_ops(directory)
+    newer = sorted(ops & NEWER_TF_TEXT_OPS)
+    if newer:
+        raise ValueError(
+            f"The SavedModel uses tensorflow-text ops {newer}, which TF Serving "
+            "2.14-2.19 lack (they link tensorflow-text 2.12)."
+        )
+    return ops
+
+
+def verify_saved_model(model, spec, directory, fresh_process=True):
+    """Runs both signatures in a TensorFlow-only process against Keras.
+
+    Returns the verification summary stored in the export record; raises
+    `ExportVerificationError` on any difference over 1e-5. With
+    `fresh_process=False` the SavedModel is loaded in this process instead
+    (the cross-backend check, after a fresh-process check has passed).
+
+    Example:
+    >>> verify_saved_model(classifier, spec, "out/classifier/1")["max_abs_diff"]
+    """
+    from kbert.export.runtimes import run_saved_model, run_saved_model_here
+    from kbert.export.spec import keras_outputs
+    from kbert.export.verification_data import texts_to_features, verification_data
+
+    data = verification_data(model, spec)
+    runs = [(TOKEN_SIGNATURE, batch) for batch in data.token_batches]
+    expected = [keras_outputs(model, spec, batch) for batch in data.token_batches]
+    extras = None
+    if model.preprocessor is not None:
+        runs.append((TEXT_SIGNATURE, data.texts))
+        features, extras = texts_to_features(model.preprocessor, spec, data.texts)
+        expected.append(keras_outputs(model, spec, features))
+    if fresh_process:
+        outputs, _, modules = run_saved_model(directory, runs)
+        if "kbert" in modules:
+            raise RuntimeError("The serving process imported kbert; it must not need it.")
+        runtime = "tensorflow + tensorflow_text, fresh process without kbert"
+    else:
+        outputs = run_saved_model_here(directory, runs)
+        runtime = "tf.saved_model.load in the exporting process"
+    diffs = {}
+    for (signature, _), got, want in zip(runs, outputs, expected):
+        context = f"SavedModel signature {signature!r}"
+        found = checks.check_close(got, want, checks.SAVED_MODEL_TOLERANCE, context)
+        diffs[signature] = checks.merge_diffs(diffs.get(signature, {}), found)
+        if signature == TEXT_SIGNATURE and extras:
+            checks.check_equal(got, extras, context)
+    return {
+        "runtime": runtime,
+        "inputs": data.source,
+        "tolerance": checks.SAVED_MODEL_TOLERANCE,
+        "max_abs_diff": diffs,
+    }

@@ -1,0 +1,487 @@
+"""TFLite export for Android, in three flavours.
+
+- `"string"`: text in, the tokenizer inside the model (tf-text's
+  `FastBertTokenizer`, i.e. the tokenizer's `normalization="tflite"`).
+  Builtin ops plus tensorflow-text's TFLite custom ops, no Flex (TF Select)
+  ops: it runs on an interpreter with tensorflow-text's op registrar linked
+  in. Dynamic batch; the sequence length is the preprocessor's.
+- `"token_ids"`: `token_ids`, `segment_ids`, `padding_mask` in, builtin ops
+  only: any TFLite interpreter runs it. Batch 1 and a dynamic sequence
+  length by default.
+- `"mediapipe"`: the token-ids model with static `[1, sequence_length]`
+  inputs named `ids`, `mask`, `segment_ids` and BERT metadata (vocabulary,
+  labels), as MediaPipe Tasks' `TextClassifier` and the TFLite Task
+  Library's `BertNLClassifier` / `BertQuestionAnswerer` load it.
+
+Quantization: `"float16"` (weights), `"dynamic_int8"` (weights, int8
+kernels at run time) or `"int8"` (weights and activations, calibrated on real
+sentences; token-id flavours).
+
+The model is written through Keras' `ExportArchive` and converted from that
+SavedModel: converting `tf.saved_model.save(model)` or concrete functions can
+silently drop the weights, which is why every artifact is run and compared
+before it is kept.
+"""
+
+import os
+import tempfile
+
+import keras
+
+from kbert.export import checks
+from kbert.export.spec import export_spec, forward
+from kbert.utils.atomic import atomic_file
+
+FLAVOURS = ("string", "token_ids", "mediapipe")
+QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
+MEDIAPIPE_INPUTS = {
+    "ids": "token_ids",
+    "mask": "padding_mask",
+    "segment_ids": "segment_ids",
+}
+MEDIAPIPE_TASKS = ("classifier", "question_answerer", "text_embedder")
+# Custom ops of tensorflow-text's TFLite registrar (`SELECT_TFTEXT_OPS`).
+TF_TEXT_TFLITE_OPS = frozenset(
+    [
+        "FastBertNormalize",
+        "FastWordpieceTokenizeWithOffsets",
+        "RaggedTensorToTensor",
+        "TFText>ByteSplit",
+        "TFText>ByteSplitByOffsets",
+        "TFText>FastSentencepieceDetokenize",
+        "TFText>FastSentencepieceTokenize",
+        "TFText>FastWordpieceDetokenize",
+        "TFText>NgramsStringJoin",
+        "TFText>RoundRobinGenerateMasks",
+        "TFText>RoundRobinTrim",
+        "TFText>SentenceFragmenterV2",
+        "TFText>Utf8Binarize",
+        "TFText>WhitespaceTokenizeWithOffsetsV2",
+    ]
+)
+
+
+def tflite(
+    model,
+    path,
+    flavour="token_ids",
+    quantization=None,
+    sequence_length=None,
+    batch_size="auto",
+    text_pairs=None,
+    representative_texts=None,
+    source=None,
+    tolerance=None,
+):
+    """Exports `model` to a verified TFLite file at `path`.
+
+    Before the file appears at `path` it is run on `ai_edge_litert` (the
+    `"mediapipe"` flavour also through MediaPipe's `TextClassifier`) on real
+    sentences and compared with the Keras model: float32 within 1e-4;
+    quantized ones within a relative bound (`checks.QUANTIZED_RELATIVE_TOLERANCE`).
+    On a mismatch `ExportVerificationError` is raised and nothing is written.
+
+    Args:
+        model: a kbert task model; `"string"` and `"mediapipe"` need
+            `model.preprocessor`.
+        path: the `.tflite` file to write.
+        flavour: `"string"`, `"token_ids"` or `"mediapipe"` (module docstring).
+        quantization: None (float32), `"float16"`, `"dynamic_int8"` or
+            `"int8"`.
+        sequence_length: static sequence length (`"mediapipe"` and
+            `"string"` default to the preprocessor's; `"token_ids"` to
+            dynamic).
+        batch_size: static batch size or None (dynamic). `"auto"`: 1 for
+            the token-id flavours (one text at a time, as apps run them),
+            dynamic for `"string"`.
+        text_pairs: `True` for a classifier of sentence pairs.
+        representative_texts: sentences to calibrate `"int8"` on (default:
+            100 Rotten Tomatoes training reviews).
+        source: where the model came from (preset directory or `.keras`
+            file), kept in the export record for `kbert verify`.
+        tolerance: overrides the verification bound (absolute for float32,
+            relative to max |Keras| when quantized), e.g. to keep a full-int8
+            model whose error you have measured and accept.
+
+    Returns:
+        The export record (a dict), with the verification figures.
+
+    Example:
+    >>> kbert.export.tflite(classifier, "classifier.tflite", flavour="mediapipe")
+    >>> kbert.export.tflite(classifier, "classifier_int8.tflite",
+    ...                     quantization="dynamic_int8")
+    """
+    if flavour not in FLAVOURS:
+        raise ValueError(f"flavour must be one of {FLAVOURS}; got {flavour!r}.")
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(
+            f"quantization must be one of {QUANTIZATIONS}; got {quantization!r}."
+        )
+    spec = export_spec(model, text_pairs)
+    options = _options(model, spec, flavour, quantization, sequence_length, batch_size)
+    options["text_pairs"] = text_pairs
+    options["representative_texts"] = representative_texts
+    options["tolerance"] = tolerance
+    if keras.backend.backend() != "tensorflow":
+        from kbert.export.on_tensorflow import export_on_tensorflow
+
+        return export_on_tensorflow(
+            model,
+            "tflite",
+            path,
+            flavour=flavour,
+            quantization=quantization,
+            sequence_length=options["sequence_length"],
+            batch_size=options["batch_size"],
+            text_pairs=text_pairs,
+            representative_texts=representative_texts,
+            source=source,
+            tolerance=tolerance,
+        )
+    with atomic_file(path) as tmp:
+        model_bytes = convert(model, spec, options)
+        if flavour == "mediapipe":
+            model_bytes = _mediapipe_metadata(model_bytes, model, spec)
+        with open(tmp, "wb") as file:
+            file.write(model_bytes)
+        verification = verify_tflite(model, spec, tmp, options)
+        export_record = {
+            "format": "tflite",
+            "flavour": flavour,
+            "quantization": quantization,
+            "task": spec.task,
+            "class_name": type(model).__name__,
+            "source": os.path.abspath(source) if source else None,
+            "text_pairs": bool(text_pairs),
+            "batch_size": options["batch_size"],
+            "sequence_length": options["sequence_length"],
+            "text_inputs": list(spec.text_inputs) if flavour == "string" else [],
+            "outputs": _output_names(spec, flavour),
+            "labels": list(spec.labels),
+            "backend": keras.backend.backend(),
+            "verification": verification,
+        }
+        _write_with_record(tmp, export_record)
+    return export_record
+
+
+def _options(model, spec, flavour, quantization, sequence_length, batch_size):
+    preprocessor = model.preprocessor
+    if flavour in ("string", "mediapipe") and preprocessor is None:
+        raise ValueError(
+            f'flavour="{flavour}" needs the model\'s preprocessor (its vocabulary '
+            'and sequence length); attach one or use flavour="token_ids".'
+        )
+    if flavour == "mediapipe" and spec.task not in MEDIAPIPE_TASKS:
+        raise ValueError(
+            f'flavour="mediapipe" exports {MEDIAPIPE_TASKS}; got a {spec.task}.'
+        )
+    if flavour == "mediapipe" and spec.is_pair and spec.task == "classifier":
+        raise ValueError("MediaPipe's TextClassifier takes one text: no text_pairs.")
+    if flavour == "mediapipe" and getattr(model, "problem_type", None) == "regression":
+        raise ValueError('flavour="mediapipe" needs class probabilities, not regression.')
+    if flavour == "string":
+        if spec.task in ("masked_lm", "multiple_choice"):
+            raise ValueError(
+                f'flavour="string" does not support a {spec.task}: the TFLite '
+                'tokenizer splits literal [MASK]; use flavour="token_ids".'
+            )
+        if quantization == "int8":
+            raise ValueError(
+                'quantization="int8" calibrates on token ids: use it with '
+                'flavour="token_ids" or "mediapipe".'
+            )
+    if batch_size == "auto":
+        batch_size = None if flavour == "string" else 1
+    if flavour == "mediapipe":
+        batch_size = 1
+    if flavour in ("string", "mediapipe") and sequence_length is None:
+        sequence_length = preprocessor.sequence_length
+    return {
+        "flavour": flavour,
+        "quantization": quantization,
+        "sequence_length": sequence_length,
+        "batch_size": batch_size,
+    }
+
+
+def _output_names(spec, flavour):
+    if flavour == "mediapipe" and spec.task == "classifier":
+        return ["probability"]
+    if flavour == "mediapipe" and spec.task == "text_embedder":
+        return ["embedding"]
+    names = list(spec.output_names)
+    if flavour == "string" and spec.task in ("token_classifier", "question_answerer"):
+        names.append("token_ids")
+    return names
+
+
+def tflite_preprocessor(preprocessor, sequence_length=None):
+    """The model's preprocessor with tf-text's TFLite tokenizer.
+
+    Same vocabulary, casing and truncation; `normalization="tflite"`
+    (see `BertTokenizer` for where it differs from Hugging Face).
+
+    Example:
+    >>> tflite_preprocessor(classifier.preprocessor).tokenizer.normalization
+    'tflite'
+    """
+    from kbert.preprocessing import BertPreprocessor, BertTokenizer
+
+    tokenizer = preprocessor.tokenizer
+    if tokenizer.normalization == "tflite" and sequence_length in (
+        None,
+        preprocessor.sequence_length,
+    ):
+        return preprocessor
+    strip = (
+        tokenizer.lowercase if tokenizer.strip_accents is None else tokenizer.strip_accents
+    )
+    if strip != tokenizer.lowercase:
+        raise ValueError(
+            'flavour="string" tokenizes with tf-text\'s FastBertTokenizer, which '
+            f"lowercases and strips accents together; this tokenizer has "
+            f"lowercase={tokenizer.lowercase}, strip_accents={tokenizer.strip_accents}."
+        )
+    return BertPreprocessor(
+        BertTokenizer(
+            tokenizer.get_vocabulary(),
+            lowercase=tokenizer.lowercase,
+            strip_accents=tokenizer.strip_accents,
+            normalization="tflite",
+            max_input_chars_per_word=tokenizer.max_input_chars_per_word,
+        ),
+        sequence_length=sequence_length or preprocessor.sequence_length,
+        truncation=preprocessor.truncation,
+    )
+
+
+def _endpoint(model, spec, options):
+    """`(function, input_signature)` of the one signature the file holds."""
+    import tensorflow as tf
+
+    from kbert.export.text_graph import text_features
+
+    flavour = options["flavour"]
+    batch, length = options["batch_size"], options["sequence_length"]
+    if flavour == "string":
+        preprocessor = tflite_preprocessor(model.preprocessor, length)
+        signature = {
+            name: tf.TensorSpec([batch], tf.string, name=name) for name in spec.text_inputs
+        }
+        output_names = _output_names(spec, flavour)
+
+        def from_text(texts):
+            features, extras = text_features(preprocessor, spec, texts)
+            outputs = {**forward(model, spec, features), **extras}
+            return {name: outputs[name] for name in output_names}
+
+        return from_text, signature
+    if flavour == "mediapipe":
+        signature = {
+            name: tf.TensorSpec([1, length], tf.int32, name=name)
+            for name in MEDIAPIPE_INPUTS
+        }
+
+        def from_mediapipe_ids(inputs):
+            features = {MEDIAPIPE_INPUTS[name]: value for name, value in inputs.items()}
+            outputs = forward(model, spec, features)
+            if spec.task == "classifier":
+                return {"probability": outputs["probabilities"]}
+            if spec.task == "text_embedder":
+                return {"embedding": outputs["embeddings"]}
+            return outputs
+
+        return from_mediapipe_ids, signature
+    signature = {}
+    for name in spec.token_inputs:
+        shape = (
+            [batch, None] if name == "mask_positions" else [batch, *spec.extra_dims, length]
+        )
+        signature[name] = tf.TensorSpec(shape, tf.int32, name=name)
+
+    def from_token_ids(inputs):
+        return forward(model, spec, inputs)
+
+    return from_token_ids, signature
+
+
+def convert(model, spec, options):
+    """The TFLite flatbuffer (bytes) of one flavour, not yet verified.
+
+    Example:
+    >>> model_bytes = convert(classifier, spec, {"flavour": "token_ids", ...})
+    """
+    import tensorflow as tf
+
+    function, signature = _endpoint(model, spec, options)
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint("serving_default", function, input_signature=[signature])
+    with tempfile.TemporaryDirectory(prefix="kbert-tflite-") as work:
+        archive.write_out(work, verbose=False)
+        converter = tf.lite.TFLiteConverter.from_saved_model(work)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        if options["flavour"] == "string":
+            # tf-text's ops become TFLite custom ops; any other TF op still
+            # fails conversion (checked again below).
+            converter.allow_custom_ops = True
+        _quantize(converter, model, spec, options)
+        try:
+            model_bytes = converter.convert()
+        except Exception as error:  # ConverterError: name what to change
+            raise _conversion_error(error, options) from error
+    _check_ops(model_bytes, options)
+    return model_bytes
+
+
+def _quantize(converter, model, spec, options):
+    import tensorflow as tf
+
+    quantization = options["quantization"]
+    if quantization is None:
+        return
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantization == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    elif quantization == "int8":
+        converter.representative_dataset = lambda: _representative(model, spec, options)
+        # Ops without an int8 kernel stay float.
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.TFLITE_BUILTINS_INT8,
+            tf.lite.OpsSet.TFLITE_BUILTINS,
+        ]
+
+
+def _representative(model, spec, options):
+    """Calibration inputs for full-int8: real sentences, one at a time."""
+    import numpy as np
+
+    from kbert.export import sentences
+    from kbert.export.verification_data import pad_to, texts_to_features
+
+    if model.preprocessor is None:
+        raise ValueError(
+            'quantization="int8" calibrates on real text: attach a preprocessor.'
+        )
+    texts = options.get("representative_texts") or sentences.representative_texts()
+    inputs = {name: texts for name in spec.text_inputs[:1]}
+    if spec.is_pair or spec.task == "question_answerer":
+        inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
+    features, _ = texts_to_features(model.preprocessor, spec, inputs)
+    if options["sequence_length"]:
+        features = pad_to(features, options["sequence_length"])
+    if "mask_positions" in spec.token_inputs:
+        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (len(texts), 1))
+    names = MEDIAPIPE_INPUTS if options["flavour"] == "mediapipe" else None
+    rows = len(features["token_ids"])
+    for i in range(rows):
+        row = {name: value[i : i + 1] for name, value in features.items()}
+        if names:
+            row = {name: row[source] for name, source in names.items()}
+        else:
+            row = {name: row[name] for name in spec.token_inputs}
+        yield row
+
+
+def _conversion_error(error, options):
+    message = str(error)
+    if "StridedSlice" in message and options["flavour"] == "token_ids":
+        return ValueError(
+            "TFLite cannot convert this model with both batch and sequence length "
+            "dynamic (its attention mask's [:, None, None, :] slice needs one "
+            "static dimension): pass batch_size=1 (the default) or a "
+            f"sequence_length.\n{message[-1500:]}"
+        )
+    return ValueError(f"TFLite conversion failed:\n{message[-3000:]}")
+
+
+def _check_ops(model_bytes, options):
+    from kbert.export.runtimes import tflite_custom_ops
+
+    custom = set(tflite_custom_ops(model_bytes))
+    allowed = TF_TEXT_TFLITE_OPS if options["flavour"] == "string" else frozenset()
+    unexpected = sorted(custom - allowed)
+    if unexpected:
+        raise ValueError(
+            f"The TFLite model holds ops no {options['flavour']!r} runtime has: "
+            f"{unexpected} (Flex/TF Select ops are never allowed)."
+        )
+
+
+def _mediapipe_metadata(model_bytes, model, spec):
+    """Adds the BERT metadata, vocabulary and labels of the MediaPipe flavour."""
+    from ai_edge_litert import interpreter as litert
+
+    from kbert.export import tflite_metadata
+
+    interpreter = litert.Interpreter(model_content=model_bytes)
+    inputs = [_signature_name(d["name"]) for d in interpreter.get_input_details()]
+    runner = interpreter.get_signature_runner()
+    index_to_output = {d["index"]: name for name, d in runner.get_output_details().items()}
+    outputs = [index_to_output[d["index"]] for d in interpreter.get_output_details()]
+    metadata = tflite_metadata.bert_metadata(
+        inputs,
+        outputs,
+        name=f"kbert {type(model).__name__}",
+        description=f"A kbert {spec.task} with BERT tokenizer metadata.",
+        labels=spec.labels if spec.task == "classifier" else None,
+    )
+    vocabulary = "\n".join(model.preprocessor.tokenizer.get_vocabulary()) + "\n"
+    files = {"vocab.txt": vocabulary.encode("utf-8")}
+    if spec.task == "classifier":
+        files["labels.txt"] = ("\n".join(spec.labels) + "\n").encode("utf-8")
+    return tflite_metadata.populate(model_bytes, metadata, files)
+
+
+def _signature_name(tensor_name):
+    """`serving_default_ids:0` -> `ids`."""
+    name = tensor_name.split(":")[0]
+    prefix = "serving_default_"
+    return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def _write_with_record(path, export_record):
+    """Adds the export record to the verified file, then re-runs it unchanged."""
+    from kbert.export.record import tflite_with_record
+    from kbert.export.runtimes import TFLiteRunner
+
+    with open(path, "rb") as file:
+        verified = file.read()
+    runner = TFLiteRunner(path)
+    probe = _probe_inputs(runner)
+    before = runner(probe)
+    with open(path, "wb") as file:
+        file.write(tflite_with_record(verified, export_record))
+    after = TFLiteRunner(path)(probe)
+    checks.check_close(after, before, 0.0, "TFLite file after adding its export record")
+
+
+def _probe_inputs(runner):
+    """A small fixed input for any of the flavours' signatures."""
+    import numpy as np
+
+    feeds = {}
+    for name, detail in runner.input_details.items():
+        dims = [int(d) for d in detail["shape_signature"]]
+        shape = [d if d > 0 else (1 if i == 0 else 8) for i, d in enumerate(dims)]
+        if detail["dtype"] in (np.bytes_, np.object_):
+            feeds[name] = np.array(["A fine film."] * shape[0], dtype=object)
+        elif name in ("token_ids", "ids"):
+            feeds[name] = np.full(shape, 5, "int32")
+        elif name in ("padding_mask", "mask"):
+            feeds[name] = np.ones(shape, "int32")
+        else:
+            feeds[name] = np.zeros(shape, "int32")
+    return feeds
+
+
+def verify_tflite(model, spec, path, options):
+    """Runs the TFLite file against the Keras model; returns the summary.
+
+    Example:
+    >>> verify_tflite(classifier, spec, "c.tflite", options)["max_abs_diff"]
+    """
+    from kbert.export.tflite_verification import verify
+
+    return verify(model, spec, path, options)

@@ -1,0 +1,230 @@
+"""Checks a TFLite file of any flavour against the Keras model it came from."""
+
+import numpy as np
+
+from kbert.export import checks
+from kbert.export.spec import keras_outputs
+
+# MediaPipe-flavour output names -> the kbert names of `ExportSpec`.
+MEDIAPIPE_OUTPUTS = {"probability": "probabilities", "embedding": "embeddings"}
+
+
+def tolerance(quantization, override=None):
+    """`(tolerance, relative)` for a quantization (None: float32).
+
+    Example:
+    >>> tolerance("dynamic_int8")
+    (0.25, True)
+    """
+    if quantization is None:
+        return override or checks.FLOAT_TOLERANCE, False
+    return override or checks.QUANTIZED_RELATIVE_TOLERANCE[quantization], True
+
+
+def run_rows(runner, feeds):
+    """Runs a batch, one row at a time when the file has a static batch of 1.
+
+    Example:
+    >>> run_rows(TFLiteRunner("c.tflite"), features)["logits"].shape
+    (16, 2)
+    """
+    first = next(iter(runner.input_details))
+    if runner.input_shape(first)[0] != 1:
+        return runner(feeds)
+    rows = len(next(iter(feeds.values())))
+    outputs = [runner({k: v[i : i + 1] for k, v in feeds.items()}) for i in range(rows)]
+    return {k: np.concatenate([o[k] for o in outputs]) for k in outputs[0]}
+
+
+def run_tokens(runner, flavour, features):
+    """Token features (kbert names) through a token-id flavour's file.
+
+    Returns `(outputs, features_used)`: inputs are padded to a static
+    sequence length when the file has one; outputs get kbert names.
+
+    Example:
+    >>> outputs, used = run_tokens(runner, "mediapipe", features)
+    """
+    from kbert.export.tflite import MEDIAPIPE_INPUTS
+    from kbert.export.verification_data import pad_to
+
+    first = "ids" if flavour == "mediapipe" else "token_ids"
+    length = runner.input_shape(first)[-1]
+    if length > 0:
+        features = pad_to(features, length)
+    feeds = features
+    if flavour == "mediapipe":
+        feeds = {name: features[source] for name, source in MEDIAPIPE_INPUTS.items()}
+    outputs = run_rows(runner, feeds)
+    outputs = {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in outputs.items()}
+    return outputs, features
+
+
+def verify(model, spec, path, options):
+    """Runs the file on `ai_edge_litert` (and MediaPipe) against Keras.
+
+    Raises `ExportVerificationError` past the tolerance; returns the
+    verification summary of the export record.
+
+    Example:
+    >>> verify(classifier, spec, "c.tflite", options)["runtime"]
+    'ai_edge_litert'
+    """
+    from kbert.export.runtimes import TFLiteRunner
+    from kbert.export.verification_data import verification_data
+
+    flavour, quantization = options["flavour"], options["quantization"]
+    bound, relative = tolerance(quantization, options.get("tolerance"))
+    runner = TFLiteRunner(path)
+    runtime = "ai_edge_litert"
+    if runner.custom_ops:
+        runtime += " + tensorflow-text TFLite ops (" + ", ".join(runner.custom_ops) + ")"
+    summary = {"runtime": runtime, "tolerance": bound, "relative_tolerance": relative}
+    context = f"TFLite ({flavour}, {quantization or 'float32'})"
+    if quantization:
+        context += " (pass tolerance= to accept a measured quantization error)"
+    if flavour == "string":
+        summary.update(
+            _verify_string(model, spec, runner, options, bound, relative, context)
+        )
+        return summary
+    data = verification_data(model, spec)
+    diffs = {}
+    agreement = []
+    for batch in data.token_batches:
+        got, used = run_tokens(runner, flavour, batch)
+        want = keras_outputs(model, spec, used)
+        if flavour == "mediapipe":  # one output per task: compare that one
+            want = {k: v for k, v in want.items() if k in got}
+        found = checks.check_close(got, want, bound, context, relative=relative)
+        diffs = checks.merge_diffs(diffs, found)
+        if "probabilities" in want:
+            agreement.append(_argmax_agreement(got["probabilities"], want["probabilities"]))
+    summary.update(inputs=data.source, max_abs_diff=diffs)
+    if agreement:
+        summary["argmax_agreement"] = float(np.mean(agreement))
+    if flavour == "mediapipe":
+        summary["metadata"] = _check_metadata(path, spec)
+        if spec.task == "classifier":
+            summary["mediapipe"] = _verify_mediapipe(model, spec, path, bound, relative)
+    return summary
+
+
+def _argmax_agreement(got, want):
+    return float(np.mean(np.argmax(got, axis=-1) == np.argmax(want, axis=-1)))
+
+
+def _verify_string(model, spec, runner, options, bound, relative, context):
+    from kbert.export.sentences import source, verification_inputs
+    from kbert.export.tflite import tflite_preprocessor
+    from kbert.export.verification_data import texts_to_features
+
+    preprocessor = tflite_preprocessor(model.preprocessor, options["sequence_length"])
+    texts = verification_inputs(spec, 16)
+    features, extras = texts_to_features(preprocessor, spec, texts)
+    want = keras_outputs(model, spec, features)
+    feeds = {name: np.array(value, dtype=object) for name, value in texts.items()}
+    got = run_rows(runner, feeds)
+    checks.check_equal(got, extras, context)
+    diffs = checks.check_close(
+        {k: got[k] for k in want if k in got}, want, bound, context, relative=relative
+    )
+    # How often tf-text's TFLite tokenizer gives the ids of the model's own
+    # (Hugging Face-exact) one on these sentences.
+    own, _ = texts_to_features(model.preprocessor, spec, texts)
+    same = np.all(own["token_ids"] == features["token_ids"], axis=-1)
+    return {
+        "inputs": f"{len(same)} real sentences ({source()})",
+        "max_abs_diff": diffs,
+        "tokenization_parity": f"{int(np.sum(same))}/{len(same)} sentences tokenized as "
+        "the model's own preprocessor does",
+    }
+
+
+def _check_metadata(path, spec):
+    """The MediaPipe/Task Library metadata names the tensors and files right."""
+    from kbert.export.tflite_flatbuffer import associated_files
+    from kbert.export.tflite_metadata import read_metadata
+
+    with open(path, "rb") as file:
+        model_bytes = file.read()
+    metadata = read_metadata(model_bytes)
+    if metadata is None:
+        raise checks.ExportVerificationError("The MediaPipe flavour has no metadata.")
+    subgraph = metadata.subgraphMetadata[0]
+    inputs = sorted(t.name.decode() for t in subgraph.inputTensorMetadata)
+    outputs = sorted(t.name.decode() for t in subgraph.outputTensorMetadata)
+    files = sorted(associated_files(model_bytes))
+    expected_files = (
+        ["labels.txt", "vocab.txt"] if spec.task == "classifier" else ["vocab.txt"]
+    )
+    if inputs != ["ids", "mask", "segment_ids"] or files != expected_files:
+        raise checks.ExportVerificationError(
+            f"MediaPipe metadata names inputs {inputs} and files {files}."
+        )
+    return {"inputs": inputs, "outputs": outputs, "files": files}
+
+
+def mediapipe_preprocessor(preprocessor):
+    """A preprocessor that tokenizes as MediaPipe's `TextClassifier` does.
+
+    MediaPipe's WordPiece tokenizer lowercases but keeps accents (`café`
+    stays `café`, where uncased BERT says `cafe`); measured on accented,
+    Greek, CJK, ligature and full-width text.
+
+    Example:
+    >>> mediapipe_preprocessor(classifier.preprocessor).tokenizer.strip_accents
+    False
+    """
+    from kbert.preprocessing import BertPreprocessor, BertTokenizer
+
+    tokenizer = preprocessor.tokenizer
+    return BertPreprocessor(
+        BertTokenizer(
+            tokenizer.get_vocabulary(),
+            lowercase=True,
+            strip_accents=False,
+            max_input_chars_per_word=tokenizer.max_input_chars_per_word,
+        ),
+        sequence_length=preprocessor.sequence_length,
+        truncation=preprocessor.truncation,
+    )
+
+
+def _verify_mediapipe(model, spec, path, bound, relative):
+    """MediaPipe's TextClassifier (its own tokenizer) against Keras."""
+    from kbert.export.runtimes import MediaPipeClassifierRunner
+    from kbert.export.sentences import verification_texts
+    from kbert.export.verification_data import texts_to_features
+
+    texts = verification_texts(16)
+    like_mediapipe, _ = texts_to_features(
+        mediapipe_preprocessor(model.preprocessor), spec, {"text": texts}
+    )
+    want = keras_outputs(model, spec, like_mediapipe)
+    classifier = MediaPipeClassifierRunner(path)
+    try:
+        got, labels = classifier(texts)
+    finally:
+        classifier.close()
+    if labels != list(spec.labels):
+        raise checks.ExportVerificationError(
+            f"MediaPipe reads labels {labels}; the model has {list(spec.labels)}."
+        )
+    diffs = checks.check_close(
+        got,
+        {"probabilities": want["probabilities"]},
+        bound,
+        "MediaPipe TextClassifier",
+        relative=relative,
+    )
+    own, _ = texts_to_features(model.preprocessor, spec, {"text": texts})
+    same = np.all(own["token_ids"] == like_mediapipe["token_ids"], axis=-1)
+    return {
+        "runtime": "mediapipe.tasks.python.text.TextClassifier",
+        "texts": len(texts),
+        "labels": labels,
+        "max_abs_diff": diffs,
+        "tokenization_parity": f"{int(np.sum(same))}/{len(same)} sentences tokenized "
+        "by MediaPipe as the model's own preprocessor does",
+    }

@@ -1,0 +1,288 @@
+"""`kbert verify`: an exported artifact against its Keras model, on real data.
+
+For each artifact: its size, the runtime it ran on, the largest difference
+from the Keras model's outputs, task accuracy on held-out Rotten Tomatoes
+reviews (two-class classifiers; other tasks report agreement with Keras
+only) and the batch-1 latency. A Keras row gives the float32 baseline.
+"""
+
+import os
+
+import numpy as np
+
+from kbert.export import record as records
+from kbert.export import runtimes
+from kbert.export.spec import export_spec, forward, keras_outputs
+
+COLUMNS = (
+    "artifact",
+    "format",
+    "size MB",
+    "runtime",
+    "max |diff|",
+    "accuracy",
+    "agreement",
+    "latency ms",
+)
+
+
+def artifact_size(path):
+    """Bytes on disk of a file or directory.
+
+    Example:
+    >>> artifact_size("out/classifier/1") / 1e6
+    90.3
+    """
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(
+        os.path.getsize(os.path.join(root, name))
+        for root, _, names in os.walk(path)
+        for name in names
+    )
+
+
+def _model(model, record):
+    from kbert.export.model_source import load_model
+
+    if model is None:
+        model = record.get("source")
+        if not model:
+            raise ValueError(
+                "This artifact does not say which model it came from: pass the "
+                "model (a kbert preset directory or .keras file)."
+            )
+    return load_model(model) if isinstance(model, (str, os.PathLike)) else model
+
+
+def evaluation_data(model, spec, num_examples):
+    """`(texts, features, labels)`: held-out reviews for two-class classifiers
+    (labels 1 = fresh), otherwise real sentences without labels.
+
+    Example:
+    >>> texts, features, labels = evaluation_data(classifier, spec, 200)
+    """
+    from kbert.export import sentences
+    from kbert.export.verification_data import texts_to_features
+
+    labels = None
+    if (
+        spec.task == "classifier"
+        and model.num_classes == 2
+        and model.problem_type == "single_label"
+    ):
+        labelled = sentences.labelled_texts(num_examples)
+        if labelled:
+            texts, labels = {"text": labelled[0]}, np.array(labelled[1])
+    if labels is None:
+        texts = sentences.verification_inputs(spec, min(num_examples, 32))
+    features, _ = texts_to_features(model.preprocessor, spec, texts)
+    if "mask_positions" in spec.token_inputs:
+        rows = len(features["token_ids"])
+        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (rows, 1))
+    features = {name: features[name] for name in spec.token_inputs}
+    return texts, features, labels
+
+
+def _row(rows, index):
+    return {name: np.asarray(value)[index : index + 1] for name, value in rows.items()}
+
+
+def _run_saved_model(path, record, texts, features, repeats):
+    from kbert.export.saved_model import TEXT_SIGNATURE, TOKEN_SIGNATURE
+
+    if record.get("text_signature", True):
+        signature, feeds = (
+            TEXT_SIGNATURE,
+            {k: np.array(v, object) for k, v in texts.items()},
+        )
+    else:
+        signature, feeds = TOKEN_SIGNATURE, features
+    runs = [(signature, feeds), (signature, _row(feeds, 0))]
+    outputs, seconds, _ = runtimes.run_saved_model(path, runs, repeats=[0, repeats])
+    return (
+        outputs[0],
+        features,
+        seconds[1],
+        "TensorFlow (TF Serving's loader, fresh process)",
+    )
+
+
+def _run_tflite(path, record, model, spec, texts, features, repeats):
+    from kbert.export.tflite import tflite_preprocessor
+    from kbert.export.tflite_verification import run_rows, run_tokens
+    from kbert.export.verification_data import texts_to_features
+
+    flavour = record.get("flavour", "token_ids")
+    if flavour == "mediapipe" and spec.task == "classifier":
+        classifier = runtimes.MediaPipeClassifierRunner(path)
+        try:
+            got, _ = classifier(texts["text"])
+            seconds = runtimes.median_seconds(
+                lambda: classifier([texts["text"][0]]), repeats=repeats
+            )
+        finally:
+            classifier.close()
+        return got, features, seconds, "MediaPipe TextClassifier"
+    runner = runtimes.TFLiteRunner(path)
+    runtime = "ai_edge_litert" + (" + tf-text ops" if runner.custom_ops else "")
+    if flavour == "string":
+        preprocessor = tflite_preprocessor(
+            model.preprocessor, record.get("sequence_length")
+        )
+        features, _ = texts_to_features(preprocessor, spec, texts)
+        feeds = {k: np.array(v, object) for k, v in texts.items()}
+        got = run_rows(runner, feeds)
+        seconds = runtimes.median_seconds(lambda: runner(_row(feeds, 0)), repeats=repeats)
+        return got, features, seconds, runtime
+    got, used = run_tokens(runner, flavour, features)
+    one = {k: v for k, v in _row(used, 0).items()}
+    if flavour == "mediapipe":
+        from kbert.export.tflite import MEDIAPIPE_INPUTS
+
+        one = {name: one[source] for name, source in MEDIAPIPE_INPUTS.items()}
+    seconds = runtimes.median_seconds(lambda: runner(one), repeats=repeats)
+    return got, used, seconds, runtime
+
+
+def _run_onnx(path, features, repeats):
+    runner = runtimes.OnnxRunner(path)
+    got = runner(features)
+    seconds = runtimes.median_seconds(lambda: runner(_row(features, 0)), repeats=repeats)
+    return got, features, seconds, "onnxruntime (CPU)"
+
+
+def _quality(spec, got, want, labels):
+    """`(accuracy, agreement)`: accuracy on labels, agreement with Keras."""
+    if spec.task == "text_embedder":
+        a, b = got["embeddings"], want["embeddings"]
+        cosine = np.sum(a * b, -1) / (
+            np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+        )
+        return None, float(np.mean(cosine))
+    name = next(iter(k for k in spec.output_names if k in got))
+    same = np.argmax(got[name], -1) == np.argmax(want[name], -1)
+    accuracy = None
+    if labels is not None:
+        accuracy = float(np.mean(np.argmax(got[name], -1) == labels))
+    return accuracy, float(np.mean(same))
+
+
+def verify(artifact, model=None, num_examples=200, repeats=20):
+    """Measures one artifact against the Keras model; returns a table row.
+
+    Args:
+        artifact: a SavedModel directory, `.tflite` or `.onnx` file written
+            by `kbert.export`.
+        model: the Keras model, or its preset directory / `.keras` file;
+            default: the source the artifact's export record names.
+        num_examples: held-out reviews for accuracy.
+        repeats: timed batch-1 calls for the latency.
+
+    Returns:
+        A dict with the `COLUMNS` keys (`None` where not applicable).
+
+    Example:
+    >>> row = kbert.export.verify("out/classifier.tflite", "out/classifier")
+    >>> row["max |diff|"] < 1e-4
+    True
+    """
+    artifact = os.fspath(artifact)
+    kind = records.artifact_format(artifact)
+    record = records.read_record(artifact)
+    model = _model(model, record)
+    if model.preprocessor is None:
+        raise ValueError("kbert verify runs real text: the model needs a preprocessor.")
+    spec = export_spec(model, record.get("text_pairs"))
+    texts, features, labels = evaluation_data(model, spec, num_examples)
+    if kind == "saved_model":
+        got, used, seconds, runtime = _run_saved_model(
+            artifact, record, texts, features, repeats
+        )
+    elif kind == "tflite":
+        got, used, seconds, runtime = _run_tflite(
+            artifact, record, model, spec, texts, features, repeats
+        )
+    else:
+        got, used, seconds, runtime = _run_onnx(artifact, features, repeats)
+    want = keras_outputs(model, spec, used)
+    from kbert.export.tflite_verification import MEDIAPIPE_OUTPUTS
+
+    got = {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in got.items()}
+    compared = [k for k in want if k in got]
+    diff = max(float(np.max(np.abs(got[k] - want[k]))) for k in compared)
+    accuracy, agreement = _quality(spec, got, want, labels)
+    description = kind
+    if kind == "tflite":
+        description += f" {record.get('flavour')} {record.get('quantization') or 'float32'}"
+    return {
+        "artifact": os.path.basename(artifact.rstrip(os.sep)),
+        "format": description,
+        "size MB": artifact_size(artifact) / 1e6,
+        "runtime": runtime,
+        "max |diff|": diff,
+        "accuracy": accuracy,
+        "agreement": agreement,
+        "latency ms": seconds * 1e3,
+    }
+
+
+def keras_row(model, num_examples=200, repeats=20, text_pairs=None):
+    """The float32 Keras baseline row of the `kbert verify` table.
+
+    Example:
+    >>> keras_row(classifier)["accuracy"]
+    0.655
+    """
+    import keras
+
+    spec = export_spec(model, text_pairs)
+    _, features, labels = evaluation_data(model, spec, num_examples)
+    want = keras_outputs(model, spec, features)
+    accuracy, _ = _quality(spec, want, want, labels)
+    one = _row(features, 0)
+    seconds = runtimes.median_seconds(
+        lambda: keras.tree.map_structure(
+            keras.ops.convert_to_numpy, forward(model, spec, one)
+        ),
+        repeats=repeats,
+    )
+    size = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
+    return {
+        "artifact": type(model).__name__,
+        "format": "keras",
+        "size MB": size / 1e6,
+        "runtime": f"keras {keras.version()} ({keras.backend.backend()})",
+        "max |diff|": 0.0,
+        "accuracy": accuracy,
+        "agreement": 1.0,
+        "latency ms": seconds * 1e3,
+    }
+
+
+def format_table(rows):
+    """The rows as a Markdown table (what `kbert verify` prints).
+
+    Example:
+    >>> print(format_table([keras_row(model), verify("c.onnx", model)]))
+    """
+
+    def cell(key, value):
+        if value is None:
+            return "n/a"
+        if key == "max |diff|":
+            return f"{value:.2e}"
+        if key in ("accuracy", "agreement"):
+            return f"{value:.3f}"
+        if key in ("size MB", "latency ms"):
+            return f"{value:.2f}"
+        return str(value)
+
+    table = [[cell(k, row.get(k)) for k in COLUMNS] for row in rows]
+    widths = [max(len(c) for c in column) for column in zip(COLUMNS, *table)]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)) + " |"]
+    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    lines += [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in table
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,55 @@
+"""Tiny models with a real tokenizer, for the exporter tests."""
+
+import keras
+import numpy as np
+
+WORDS = (
+    "the a an is was it this that film movie good bad great not very and of to in "
+    "story acting plot fun boring but with for as so be by his her all its"
+).split()
+SEQUENCE_LENGTH = 24
+
+
+def vocabulary():
+    """Special tokens, a few words, punctuation, and every letter as a piece."""
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
+    tokens += list(".,!?'-:;()\"")
+    for letter in "abcdefghijklmnopqrstuvwxyz0123456789":
+        tokens += [letter, "##" + letter]
+    return list(dict.fromkeys(tokens))
+
+
+def preprocessor(normalization="exact", sequence_length=SEQUENCE_LENGTH):
+    from kbert.preprocessing import BertPreprocessor, BertTokenizer
+
+    tokenizer = BertTokenizer(vocabulary(), normalization=normalization)
+    return BertPreprocessor(tokenizer, sequence_length=sequence_length)
+
+
+def tiny_model(cls_name="BertClassifier", hidden_dim=16, seed=0, **kwargs):
+    """A two-layer model whose outputs vary visibly from text to text."""
+    import kbert
+
+    keras.utils.set_random_seed(seed)
+    backbone = kbert.BertBackbone(
+        vocabulary_size=len(vocabulary()),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=hidden_dim,
+        intermediate_dim=2 * hidden_dim,
+        max_sequence_length=32,
+        initializer_range=0.3,
+    )
+    kwargs.setdefault("preprocessor", preprocessor())
+    return getattr(kbert, cls_name)(backbone, **kwargs)
+
+
+def keras_outputs(model, features):
+    from kbert.export.spec import export_spec, keras_outputs
+
+    return keras_outputs(model, export_spec(model), features)
+
+
+def features(model, texts, preprocessor=None):
+    preprocessor = preprocessor or model.preprocessor
+    return {k: np.asarray(v) for k, v in preprocessor.preprocess(texts).items()}

@@ -1,0 +1,72 @@
+"""`kbert export` / `kbert verify` (parsers and handlers), and lazy imports."""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import keras
+import pytest
+from export_helpers import tiny_model
+
+from kbert.export.commands import add_export_parser, add_verify_parser
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="kbert")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    add_export_parser(subparsers)
+    add_verify_parser(subparsers)
+    return parser
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the commands are backend-agnostic; each backend's exporters have their own tests",
+)
+def test_export_then_verify_prints_the_table(tmp_path, capsys):
+    model = tiny_model(num_classes=2, id2label={0: "rotten", 1: "fresh"})
+    source = str(tmp_path / "classifier.keras")
+    model.save(source)
+    artifact = str(tmp_path / "classifier.onnx")
+
+    args = _parser().parse_args(["export", source, "--format", "onnx", "-o", artifact])
+    assert args.func is args.handler
+    assert args.func(args) == 0
+    assert os.path.isfile(artifact)
+
+    args = _parser().parse_args(
+        ["verify", artifact, "--num-examples", "20", "--repeats", "2"]
+    )
+    assert args.func(args) == 0
+    table = capsys.readouterr().out.splitlines()[-4:]
+    header, _, keras_line, onnx_line = table
+    assert header.split("|")[1].strip() == "artifact"
+    assert "keras" in keras_line and "onnxruntime" in onnx_line
+    cells = [c.strip() for c in onnx_line.split("|")[1:-1]]
+    assert float(cells[4]) <= 1e-4  # max |diff|
+    assert 0.0 <= float(cells[5]) <= 1.0  # accuracy on 20 held-out reviews
+    assert float(cells[6]) >= 0.9  # agreement with Keras
+
+
+def test_export_parser_rejects_unknown_format():
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["export", "m", "--format", "coreml", "-o", "x"])
+
+
+def test_import_kbert_export_does_not_import_tensorflow():
+    code = (
+        "import sys, kbert, kbert.export; "
+        "print(sorted(m for m in ('tensorflow', 'onnx', 'onnxruntime', 'torch', "
+        "'tf2onnx', 'mediapipe') if m in sys.modules))"
+    )
+    backend = "jax" if keras.backend.backend() == "tensorflow" else keras.backend.backend()
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=dict(os.environ, KERAS_BACKEND=backend),
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    imported = eval(result.stdout.strip().splitlines()[-1])
+    assert imported == (["torch"] if backend == "torch" else [])

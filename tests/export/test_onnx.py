@@ -1,0 +1,92 @@
+"""ONNX export on the current backend: dynamic axes, checker, onnxruntime parity."""
+
+import importlib
+import os
+
+import keras
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from export_helpers import features, keras_outputs, tiny_model
+
+import kbert.export
+from kbert.export.record import read_record
+from kbert.export.sentences import verification_texts
+
+
+def test_onnx_dynamic_axes_and_parity(tmp_path):
+    model = tiny_model(num_classes=3, id2label={0: "neg", 1: "neutral", 2: "pos"})
+    path = str(tmp_path / "classifier.onnx")
+    record = kbert.export.onnx(model, path)
+
+    proto = onnx.load(path)
+    onnx.checker.check_model(proto, full_check=True)
+    assert {o.domain: o.version for o in proto.opset_import}[""] >= 17
+    assert [i.name for i in proto.graph.input] == [
+        "token_ids",
+        "segment_ids",
+        "padding_mask",
+    ]
+    for graph_input in proto.graph.input:
+        dims = graph_input.type.tensor_type.shape.dim
+        assert dims[0].dim_param and dims[1].dim_param  # symbolic batch and sequence
+
+    # A shape the exporter's own verification did not use: 3 x 11.
+    texts = verification_texts(3, offset=40)
+    inputs = {k: v[:, :11] for k, v in features(model, texts).items()}
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    got = dict(zip(names, session.run(None, inputs)))
+    want = keras_outputs(model, inputs)
+    assert sorted(got) == ["logits", "probabilities"]
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
+    assert np.ptp(want["logits"][:, 0]) > 1e-3  # outputs differ between texts
+
+    assert record["backend"] == keras.backend.backend()
+    assert read_record(path)["labels"] == ["neg", "neutral", "pos"]
+    assert max(record["verification"]["max_abs_diff"].values()) <= 1e-4
+
+
+def test_onnx_refuses_an_artifact_that_disagrees(tmp_path, monkeypatch):
+    """The export converts another model's weights: verification must catch it,
+    and neither the target nor a temporary file is left behind."""
+    onnx_module = importlib.import_module("kbert.export.onnx")  # not the function
+
+    model = tiny_model(num_classes=2, seed=0)
+    other = tiny_model(num_classes=2, seed=1)
+    converter = {
+        "tensorflow": "_from_tensorflow",
+        "jax": "_from_jax",
+        "torch": "_from_torch",
+    }[keras.backend.backend()]
+    real = getattr(onnx_module, converter)
+    monkeypatch.setattr(
+        onnx_module,
+        converter,
+        lambda m, spec, opset, sample: real(other, spec, opset, sample),
+    )
+    path = tmp_path / "out" / "classifier.onnx"
+    with pytest.raises(
+        kbert.export.ExportVerificationError, match="differs from the Keras"
+    ):
+        kbert.export.onnx(model, str(path))
+    assert not path.exists()
+    assert os.listdir(path.parent) == []
+
+
+def test_onnx_question_answerer_outputs(tmp_path):
+    model = tiny_model("BertQuestionAnswerer")
+    path = str(tmp_path / "qa.onnx")
+    kbert.export.onnx(model, path)
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert [o.name for o in session.get_outputs()] == ["start_logits", "end_logits"]
+    texts = verification_texts(2, offset=7)
+    inputs = {
+        k: np.asarray(v)
+        for k, v in model.preprocessor.preprocess((texts[:1] * 2, texts)).items()
+    }
+    got = dict(zip(["start_logits", "end_logits"], session.run(None, inputs)))
+    for name, want in keras_outputs(model, inputs).items():
+        np.testing.assert_allclose(got[name], want, atol=1e-4, rtol=0)
