@@ -16,6 +16,7 @@ from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.preprocessing.vocabulary import train_vocabulary
 from kbert.presets.hf_save import save_hf
 from kbert.presets.registry import list_presets
+from kbert.tasks.bio import bio_to_spans
 
 __version__ = "0.1.0"
 
@@ -31,6 +32,7 @@ __all__ = [
     "BertTextEmbedder",
     "BertTokenClassifier",
     "BertTokenizer",
+    "bio_to_spans",
     "gelu",
     "gelu_approximate",
     "list_presets",

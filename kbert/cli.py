@@ -16,6 +16,7 @@ import sys
 from kbert.export.commands import add_export_parser, add_verify_parser
 from kbert.finetuning.commands import add_finetune_command
 from kbert.inference.embed_command import add_embed_command
+from kbert.pretraining.commands import add_fill_mask_parser, add_pretrain_parser
 
 
 @contextlib.contextmanager
@@ -126,6 +127,8 @@ COMMANDS = (
     add_embed_command,
     add_export_parser,
     add_verify_parser,
+    add_pretrain_parser,
+    add_fill_mask_parser,
 )
 
 

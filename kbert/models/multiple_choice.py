@@ -95,6 +95,11 @@ class BertMultipleChoice(Task):
             name: tf.reshape(pairs[name], [-1, self.num_choices, length])
             for name in INPUT_NAMES
         }
+        # Plain lists would read as nested structures once preprocessed.
+        y, sample_weight = (
+            None if value is None else tf.convert_to_tensor(value)
+            for value in (y, sample_weight)
+        )
         return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
 
     def default_loss(self):

@@ -25,8 +25,9 @@ class BertQuestionAnswerer(Task):
       (end exclusive; a negative start means "no answer"). Each pair becomes
       all its overlapping windows (Hugging Face's `truncation="only_second"`
       with `stride=doc_stride`) and each window is labelled with the answer's
-      token positions, or `[CLS]` (0) when the window does not hold it;
-      `batch_size` then counts windows.
+      token positions, or `[CLS]` (0) when the window does not hold it. For
+      in-memory pairs `batch_size` counts windows; a `tf.data.Dataset` of
+      pair batches gives batches of varying window counts.
     - `predict((questions, contexts))` returns the logits of every window.
     - `answer(questions, contexts)` returns answer texts with character
       offsets, decoded as Hugging Face's question-answering pipeline does.
@@ -89,27 +90,19 @@ class BertQuestionAnswerer(Task):
             )
         return self.preprocessor
 
-    def _windows(self, questions, contexts, doc_stride=None):
+    def _window_settings(self, doc_stride=None):
+        """`(tokenizer, sequence_length, doc_stride, max_question_length)`."""
         preprocessor = self._require_preprocessor()
         length = preprocessor.sequence_length
         if doc_stride is None:
             doc_stride = self.doc_stride
         if doc_stride is None:
             doc_stride = qa_windows.default_doc_stride(length)
-        return qa_windows.question_windows(
-            preprocessor.tokenizer,
-            questions,
-            contexts,
-            length,
-            doc_stride,
-            self.max_question_length,
-        )
+        return preprocessor.tokenizer, length, doc_stride, self.max_question_length
 
-    def _pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
-        # A batch of pairs becomes a varying number of windows: re-batch them
-        # to `batch_size` windows, so that compiled steps see one shape.
-        dataset = super()._pipeline(x, y, sample_weight, batch_size, shuffle)
-        return dataset.unbatch().batch(batch_size or 32).prefetch(2)
+    def _windows(self, questions, contexts, doc_stride=None):
+        tokenizer, *settings = self._window_settings(doc_stride)
+        return qa_windows.question_windows(tokenizer, questions, contexts, *settings)
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """`(questions, contexts)` (and answer character spans) -> windows."""
@@ -119,7 +112,8 @@ class BertQuestionAnswerer(Task):
             raise ValueError(
                 "With a preprocessor, BertQuestionAnswerer takes x=(questions, contexts)."
             )
-        windows = self._windows(x[0], x[1])
+        questions, contexts = (tf.convert_to_tensor(part, tf.string) for part in x)
+        windows = self._windows(questions, contexts)
         features = {name: windows[name] for name in INPUT_NAMES}
         labels = None
         if y is not None:
@@ -128,10 +122,14 @@ class BertQuestionAnswerer(Task):
                     "With a preprocessor, BertQuestionAnswerer takes y=(answer_starts, "
                     "answer_ends): character offsets into each context."
                 )
-            starts, ends = qa_labels.answer_positions(windows, y[0], y[1])
+            starts, ends = qa_labels.answer_positions(
+                windows, tf.convert_to_tensor(y[0]), tf.convert_to_tensor(y[1])
+            )
             labels = {"start_logits": starts, "end_logits": ends}
         if sample_weight is not None:
-            sample_weight = tf.gather(sample_weight, windows["example_index"])
+            sample_weight = tf.gather(
+                tf.convert_to_tensor(sample_weight), windows["example_index"]
+            )
         return keras.utils.pack_x_y_sample_weight(features, labels, sample_weight)
 
     def answer(

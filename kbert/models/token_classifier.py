@@ -89,23 +89,27 @@ class BertTokenClassifier(Task):
             )
         return self.preprocessor
 
-    def _pipeline(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """Words (and word labels) -> packed pieces (and piece labels).
+
+        Eagerly, `x` is texts or word lists and `y` label lists; inside
+        `tf.data`, `x` is a string tensor and `y` labels padded with -100.
+        """
         import tensorflow as tf
 
-        if not isinstance(x, tf.data.Dataset):
+        preprocessor = self._require_preprocessor()
+        if not tf.is_tensor(x):
             x = token_alignment.texts_from_words(x)
             if y is not None:
                 y = token_alignment.pad_word_labels(y, x, self.label2id)
-        return super()._pipeline(x, y, sample_weight, batch_size, shuffle)
-
-    def preprocess_samples(self, x, y=None, sample_weight=None):
-        """Texts (and padded word labels) -> packed pieces (and piece labels)."""
-        preprocessor = self._require_preprocessor()
+            x = tf.constant(x, tf.string)
         aligned = token_alignment.align_words(
             preprocessor.tokenizer, x, preprocessor.sequence_length, word_labels=y
         )
         features = {name: aligned[name] for name in INPUT_NAMES}
         labels = None if y is None else aligned["labels"]
+        if sample_weight is not None:
+            sample_weight = tf.convert_to_tensor(sample_weight)
         return keras.utils.pack_x_y_sample_weight(features, labels, sample_weight)
 
     def predict_words(self, x, batch_size=None):

@@ -1,0 +1,181 @@
+"""Step checkpoints that resume a run exactly, written atomically.
+
+Keras' `BackupAndRestore` restarts an interrupted epoch from its beginning
+and overwrites its files in place (a kill mid-write leaves a broken file).
+`TrainingCheckpoint` instead writes `ckpt-{step}` directories whole or not at
+all (`kbert.utils.atomic`), each with the weights, the optimizer state and
+the random-generator state (dropout), and keeps the last `keep`. Restoring
+gives back the step, so the data can restart at the next batch
+(`pretraining_dataset(start_step=step)`): a resumed run ends with the same
+weights as an uninterrupted one.
+"""
+
+import json
+import os
+import re
+import shutil
+
+import keras
+import numpy as np
+
+from kbert.utils.atomic import atomic_directory
+
+_NAME = re.compile(r"^ckpt-(\d+)$")
+_WEIGHTS = "model.weights.h5"
+_STATE = "state.json"
+_RANDOM = "random_state.npz"
+
+
+class TrainingDivergedError(FloatingPointError):
+    """The loss or the weights stopped being finite."""
+
+
+class TrainingCheckpoint(keras.callbacks.Callback):
+    """Saves the full training state every `save_every` steps; restores it.
+
+    Call `restore(model)` before `fit` (the optimizer is built if needed) to
+    get the step to resume from. A state with non-finite weights is never
+    saved: the run raises `TrainingDivergedError` instead, keeping the last
+    good checkpoint.
+
+    Example:
+    >>> checkpoint = TrainingCheckpoint("run/checkpoints", save_every=500)
+    >>> step = checkpoint.restore(pretrainer)
+    >>> pretrainer.fit(pretraining_dataset(data, 32, start_step=step),
+    ...                callbacks=[checkpoint], ...)
+    """
+
+    def __init__(self, directory, save_every=1000, keep=2):
+        super().__init__()
+        self.directory = os.path.abspath(os.fspath(directory))
+        self.save_every = int(save_every)
+        self.keep = max(1, int(keep))
+        self.step = 0
+        self.last_saved_step = None
+        self._pending_torch_rng = None
+
+    def checkpoints(self):
+        """Complete checkpoint directories, oldest first, as (step, path)."""
+        if not os.path.isdir(self.directory):
+            return []
+        found = []
+        for name in os.listdir(self.directory):
+            match = _NAME.match(name)
+            if match and os.path.exists(os.path.join(self.directory, name, _STATE)):
+                found.append((int(match.group(1)), os.path.join(self.directory, name)))
+        return sorted(found)
+
+    def restore(self, model):
+        """Loads the newest checkpoint into `model`; returns its step (0 if none)."""
+        found = self.checkpoints()
+        if not found:
+            self.step = 0
+            return 0
+        step, path = found[-1]
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
+        model.load_weights(os.path.join(path, _WEIGHTS))
+        random_state = np.load(os.path.join(path, _RANDOM))
+        for i, variable in enumerate(model.non_trainable_variables):
+            key = f"v{i}"
+            if key in random_state:
+                variable.assign(random_state[key])
+        if "torch_rng" in random_state and keras.backend.backend() == "torch":
+            self._pending_torch_rng = random_state["torch_rng"]
+        self.step = self.last_saved_step = step
+        return step
+
+    def on_train_batch_begin(self, batch, logs=None):
+        # Unseeded dropout on torch draws from torch's global generator, and so
+        # does every `fit` call's set-up (its DataLoader). Re-applying the
+        # state right before the first step of each call makes dropout masks
+        # depend on the step only, not on how a run was split into calls.
+        if self._pending_torch_rng is not None:
+            import torch
+
+            torch.set_rng_state(torch.from_numpy(self._pending_torch_rng))
+            self._pending_torch_rng = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        if self.save_every and self.step % self.save_every == 0:
+            self.save()
+
+    def on_train_end(self, logs=None):
+        if keras.backend.backend() == "torch":
+            import torch
+
+            self._pending_torch_rng = torch.get_rng_state().numpy()
+        if self.step != self.last_saved_step and not self.model.stop_training:
+            self.save()
+
+    def save(self):
+        """Writes `ckpt-{step}` atomically and prunes old ones."""
+        model = self.model
+        if hasattr(model, "jax_state_sync"):
+            model.jax_state_sync()  # JAX keeps the live state outside variables
+        if not all(
+            np.isfinite(keras.ops.convert_to_numpy(v)).all()
+            for v in model.trainable_variables
+        ):
+            raise TrainingDivergedError(
+                f"Weights are not finite at step {self.step}; not saving them. "
+                f"{self.describe_last()}"
+            )
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"ckpt-{self.step:09d}")
+        with atomic_directory(path) as tmp:
+            model.save_weights(os.path.join(tmp, _WEIGHTS))
+            np.savez(os.path.join(tmp, _RANDOM), **_random_state(model))
+            with open(os.path.join(tmp, _STATE), "w") as file:
+                json.dump({"step": self.step}, file)
+        self.last_saved_step = self.step
+        for _, old in self.checkpoints()[: -self.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def describe_last(self):
+        if self.last_saved_step is None:
+            return "No checkpoint was saved yet."
+        return (
+            f"The last good checkpoint (step {self.last_saved_step}) is kept in "
+            f"{self.directory}; rerunning the same command resumes from it "
+            "(consider a lower learning rate or more warm-up)."
+        )
+
+
+def _random_state(model):
+    # Seed-generator states are non-trainable variables. Unseeded dropout on
+    # torch draws from torch's global generator instead: save that too.
+    state = {
+        f"v{i}": keras.ops.convert_to_numpy(v)
+        for i, v in enumerate(model.non_trainable_variables)
+    }
+    if keras.backend.backend() == "torch":
+        import torch
+
+        state["torch_rng"] = torch.get_rng_state().numpy()
+    return state
+
+
+class StopOnNaN(keras.callbacks.Callback):
+    """Raises `TrainingDivergedError` as soon as the loss is NaN or infinite.
+
+    Put it before the `TrainingCheckpoint` in the callback list, so the bad
+    step is never saved; the message names the last good checkpoint.
+
+    Example:
+    >>> pretrainer.fit(ds, callbacks=[StopOnNaN(checkpoint), checkpoint])
+    """
+
+    def __init__(self, checkpoint=None):
+        super().__init__()
+        self.checkpoint = checkpoint
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(float(loss)):
+            step = self.checkpoint.step + 1 if self.checkpoint is not None else batch + 1
+            where = self.checkpoint.describe_last() if self.checkpoint else ""
+            raise TrainingDivergedError(
+                f"The training loss became {float(loss)} at step {step}; stopping. {where}"
+            )

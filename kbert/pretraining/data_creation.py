@@ -1,0 +1,311 @@
+"""Create pretraining data: documents -> sentence pairs -> masks -> TFRecords.
+
+The streaming counterpart of the original `create_pretraining_data.py`.
+Documents are read `document_buffer_size` at a time (random B segments come
+from the same window), instances leave through a bounded shuffle buffer, and
+records stream to disk, so memory stays flat however large the corpus is.
+`dupe_factor` passes over the corpus give each document several different
+pairings and masks.
+
+Two modes: `masking="static"` masks once here and writes the original
+features (`masked_lm_*` included); `masking="dynamic"` writes unmasked pairs
+and `pretraining_dataset` masks them anew every epoch.
+"""
+
+import json
+import os
+import random
+
+import numpy as np
+
+from kbert.pretraining.documents import read_documents
+from kbert.pretraining.instances import create_pair_instances
+from kbert.pretraining.masking import MaskedLMMasker, load_vocabulary
+from kbert.pretraining.tfrecords import ShardedRecordWriter, serialize_example
+from kbert.utils.atomic import atomic_directory
+
+METADATA_FILE = "metadata.json"
+VOCABULARY_FILE = "vocab.txt"
+_MASKING_BATCH = 256
+
+
+def create_pretraining_data(
+    documents,
+    output_dir,
+    tokenizer,
+    vocabulary=None,
+    max_seq_length=128,
+    max_predictions_per_seq=20,
+    masked_lm_prob=0.15,
+    short_seq_prob=0.1,
+    dupe_factor=10,
+    whole_word_masking=False,
+    masking="static",
+    seed=12345,
+    num_shards=1,
+    document_buffer_size=1000,
+    shuffle_buffer_size=10000,
+    progress=True,
+):
+    """Writes pretraining TFRecords plus `metadata.json` and `vocab.txt`.
+
+    Args:
+        documents: text file paths in the original format (one sentence per
+            line, blank line between documents), a re-iterable of documents
+            (each a list of sentence strings), or a function returning a
+            fresh iterable of them (read once per `dupe_factor` pass).
+        output_dir: written atomically: it appears complete or not at all.
+        tokenizer: a `kbert.BertTokenizer`, or any function from a list of
+            strings to token ids (a `tf.RaggedTensor` or lists of ints).
+        vocabulary: list of tokens or `vocab.txt` path; defaults to
+            `tokenizer.get_vocabulary()`.
+        masking: "static" (mask here, `dupe_factor` times) or "dynamic".
+
+    Returns the metadata dict (`num_instances`, `num_tokens`, file names...).
+
+    Example:
+    >>> tokenizer = kbert.BertTokenizer(vocabulary="vocab.txt")
+    >>> create_pretraining_data(["corpus.txt"], "data/", tokenizer,
+    ...                         max_seq_length=128, dupe_factor=5)
+    """
+    if masking not in ("static", "dynamic"):
+        raise ValueError(f"masking must be 'static' or 'dynamic'; got {masking!r}.")
+    if vocabulary is None:
+        if not hasattr(tokenizer, "get_vocabulary"):
+            raise ValueError("Pass `vocabulary=`: the tokenizer has no get_vocabulary().")
+        vocabulary = tokenizer.get_vocabulary()
+    vocabulary = load_vocabulary(vocabulary)
+    for token in ("[CLS]", "[SEP]", "[MASK]", "[PAD]"):
+        if token not in vocabulary:
+            raise ValueError(f"The vocabulary has no {token} token.")
+    cls_id, sep_id = vocabulary.index("[CLS]"), vocabulary.index("[SEP]")
+    open_documents = _document_source(documents, dupe_factor)
+    masker = MaskedLMMasker(
+        vocabulary,
+        masked_lm_prob=masked_lm_prob,
+        max_predictions_per_seq=max_predictions_per_seq,
+        whole_word_masking=whole_word_masking,
+    )
+    encoder = _RecordEncoder(masker if masking == "static" else None, max_seq_length, seed)
+    rng = random.Random(seed)
+    shuffle_buffer = _ShuffleBuffer(shuffle_buffer_size, rng)
+    total = _length_or_none(documents)
+    bar = _progress_bar(progress, total * dupe_factor if total else None)
+
+    with atomic_directory(output_dir) as tmp:
+        with ShardedRecordWriter(os.path.join(tmp, "data"), num_shards) as writer:
+            for _ in range(dupe_factor):
+                previous = []
+                for window in _windows(open_documents(), document_buffer_size):
+                    tokenized = _tokenize_documents(tokenizer, window)
+                    rng.shuffle(tokenized)
+                    for index, document in enumerate(tokenized):
+                        others = _Others(tokenized, index, fallback=previous)
+                        for instance in create_pair_instances(
+                            document,
+                            others,
+                            rng,
+                            cls_id,
+                            sep_id,
+                            max_seq_length=max_seq_length,
+                            short_seq_prob=short_seq_prob,
+                        ):
+                            encoder.add(shuffle_buffer.add(instance), writer)
+                    bar.update(len(window))
+                    previous = tokenized
+            for instance in shuffle_buffer.drain():
+                encoder.add(instance, writer)
+            encoder.flush(writer)
+        bar.close()
+        metadata = {
+            "format": "kbert-pretraining-tfrecord",
+            "masking": masking,
+            "max_seq_length": max_seq_length,
+            "max_predictions_per_seq": max_predictions_per_seq,
+            "masked_lm_prob": masked_lm_prob,
+            "whole_word_masking": whole_word_masking,
+            "short_seq_prob": short_seq_prob,
+            "dupe_factor": dupe_factor,
+            "seed": seed,
+            "vocabulary_size": len(vocabulary),
+            "num_instances": writer.num_records,
+            "num_tokens": encoder.num_tokens,
+            "files": [os.path.basename(path) for path in writer.paths],
+        }
+        with open(os.path.join(tmp, METADATA_FILE), "w") as file:
+            json.dump(metadata, file, indent=2)
+        with open(os.path.join(tmp, VOCABULARY_FILE), "w", encoding="utf-8") as file:
+            file.writelines(token + "\n" for token in vocabulary)
+    return metadata
+
+
+class _RecordEncoder:
+    """Pads instances, masks them in batches (static mode) and writes them."""
+
+    def __init__(self, masker, max_seq_length, seed):
+        self.masker = masker
+        self.max_seq_length = max_seq_length
+        self.seed = seed
+        self.pending = []
+        self.num_batches = 0
+        self.num_tokens = 0
+        self._mask_fn = None
+
+    def add(self, instance, writer):
+        if instance is None:
+            return
+        self.pending.append(instance)
+        if len(self.pending) == _MASKING_BATCH:
+            self.flush(writer)
+
+    def flush(self, writer):
+        if not self.pending:
+            return
+        size = len(self.pending)
+        input_ids = np.zeros((size, self.max_seq_length), "int64")
+        segment_ids = np.zeros_like(input_ids)
+        for row, instance in enumerate(self.pending):
+            input_ids[row, : len(instance.token_ids)] = instance.token_ids
+            segment_ids[row, : len(instance.segment_ids)] = instance.segment_ids
+        input_mask = (
+            np.arange(self.max_seq_length)[None]
+            < np.array([len(instance.token_ids) for instance in self.pending])[:, None]
+        ).astype("int64")
+        labels = np.array([int(i.is_random_next) for i in self.pending], "int64")
+        self.num_tokens += int(input_mask.sum())
+        masked = self._mask(input_ids, input_mask) if self.masker else None
+        for row in range(size):
+            features = {
+                "input_ids": input_ids[row],
+                "input_mask": input_mask[row],
+                "segment_ids": segment_ids[row],
+            }
+            if masked is not None:
+                features["input_ids"] = masked["token_ids"][row]
+                features["masked_lm_positions"] = masked["mask_positions"][row]
+                features["masked_lm_ids"] = masked["mask_ids"][row]
+                features["masked_lm_weights"] = masked["mask_weights"][row]
+            features["next_sentence_labels"] = labels[row : row + 1]
+            writer.write(serialize_example(features))
+        self.pending = []
+        self.num_batches += 1
+
+    def _mask(self, input_ids, input_mask):
+        import tensorflow as tf
+
+        if self._mask_fn is None:
+            ids = tf.TensorSpec([None, self.max_seq_length], tf.int64)
+            seed = tf.TensorSpec([2], tf.int64)
+            self._mask_fn = tf.function(
+                self.masker.__call__, input_signature=[ids, ids, seed]
+            )
+        seed = tf.constant([self.seed, self.num_batches], tf.int64)
+        out = self._mask_fn(tf.constant(input_ids), tf.constant(input_mask), seed)
+        return {name: value.numpy() for name, value in out.items()}
+
+
+class _ShuffleBuffer:
+    """Returns a random earlier item once full; bounded memory, like tf.data's."""
+
+    def __init__(self, size, rng):
+        self.size = max(1, int(size))
+        self.rng = rng
+        self.items = []
+
+    def add(self, item):
+        if len(self.items) < self.size:
+            self.items.append(item)
+            return None
+        index = self.rng.randrange(self.size)
+        item, self.items[index] = self.items[index], item
+        return item
+
+    def drain(self):
+        self.rng.shuffle(self.items)
+        items, self.items = self.items, []
+        return items
+
+
+class _Others:
+    """`documents` without the one at `index` (the previous window if alone)."""
+
+    def __init__(self, documents, index, fallback=()):
+        self.documents = documents
+        self.index = index
+        self.fallback = fallback if len(documents) == 1 else ()
+
+    def __len__(self):
+        return len(self.documents) - 1 + len(self.fallback)
+
+    def __getitem__(self, i):
+        if i < len(self.documents) - 1:
+            return self.documents[i + (i >= self.index)]
+        return self.fallback[i - len(self.documents) + 1]
+
+
+def _document_source(documents, dupe_factor):
+    if isinstance(documents, str) or hasattr(documents, "__fspath__"):
+        documents = [documents]
+    if callable(documents):
+        return documents
+    documents = documents if not isinstance(documents, tuple) else list(documents)
+    if iter(documents) is documents:
+        if dupe_factor > 1:
+            raise ValueError(
+                "`documents` is a one-shot iterator but dupe_factor > 1 needs "
+                "several passes: pass a list, file paths or a function returning "
+                "a fresh iterable."
+            )
+        return lambda: documents
+    if documents and all(isinstance(d, str) for d in documents):
+        return lambda: read_documents(documents)
+    return lambda: iter(documents)
+
+
+def _length_or_none(documents):
+    if isinstance(documents, list | tuple) and not (
+        documents and isinstance(documents[0], str)
+    ):
+        return len(documents)
+    return None
+
+
+def _windows(documents, size):
+    window = []
+    for document in documents:
+        window.append(document)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window
+
+
+def _tokenize_documents(tokenizer, documents):
+    """Token ids per sentence per document; empty sentences and documents go."""
+    sentences = [sentence for document in documents for sentence in document]
+    ids = _token_id_lists(tokenizer, sentences)
+    tokenized, start = [], 0
+    for document in documents:
+        pieces = [s for s in ids[start : start + len(document)] if len(s)]
+        start += len(document)
+        if pieces:
+            tokenized.append(pieces)
+    return tokenized
+
+
+def _token_id_lists(tokenizer, texts):
+    if not texts:
+        return []
+    out = tokenizer(texts)
+    if hasattr(out, "to_list"):  # tf.RaggedTensor
+        return [[int(t) for t in row] for row in out.to_list()]
+    return [[int(t) for t in np.asarray(row).reshape(-1)] for row in out]
+
+
+def _progress_bar(enabled, total):
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total, unit="doc", desc="create pretraining data", disable=not enabled
+    )

@@ -1,0 +1,181 @@
+"""Pretraining TFRecords -> `tf.data` batches of `(x, y, sample_weight)`.
+
+x = {token_ids, segment_ids, padding_mask, mask_positions} (int32),
+y = {"mlm_logits": masked ids, "nsp_logits": next-sentence label},
+sample_weight = {"mlm_logits": masked_lm_weights, "nsp_logits": ones},
+what `kbert.BertPretrainer.fit` takes on every backend.
+
+Training datasets repeat forever with a fresh, seeded order every epoch
+(`steps_per_epoch` tells `fit` where epochs end), and can start at any
+`start_step`: the same seed and step give the same batches, which is what an
+exact resume needs. With dynamic masking the masks of batch `k` are drawn
+with the stateless seed `(seed, k)`.
+"""
+
+import glob
+import json
+import os
+
+from kbert.pretraining.data_creation import METADATA_FILE, VOCABULARY_FILE
+from kbert.pretraining.masking import MaskedLMMasker
+from kbert.pretraining.tfrecords import feature_spec
+
+
+def read_metadata(source):
+    """`metadata.json` of a directory made by `create_pretraining_data`, or None."""
+    path = os.path.join(os.fspath(source), METADATA_FILE)
+    if os.path.isdir(os.fspath(source)) and os.path.exists(path):
+        with open(path) as file:
+            return json.load(file)
+    return None
+
+
+def record_files(source):
+    """Sorted TFRecord files of a data directory, glob pattern or list of either."""
+    if isinstance(source, str | os.PathLike):
+        source = [os.fspath(source)]
+    files = []
+    for item in source:
+        item = os.fspath(item)
+        metadata = read_metadata(item)
+        if metadata is not None:
+            files += [os.path.join(item, name) for name in metadata["files"]]
+        elif os.path.isdir(item):
+            files += glob.glob(os.path.join(item, "*.tfrecord"))
+        else:
+            files += glob.glob(item) or [item]
+    if not files:
+        raise FileNotFoundError(f"No TFRecord files found in {source!r}.")
+    return sorted(files)
+
+
+def count_records(source):
+    """Number of pretraining examples (from metadata, else by counting)."""
+    metadata = read_metadata(source) if isinstance(source, str | os.PathLike) else None
+    if metadata is not None:
+        return metadata["num_instances"]
+    import tensorflow as tf
+
+    return int(tf.data.TFRecordDataset(record_files(source)).reduce(0, lambda n, _: n + 1))
+
+
+def pretraining_dataset(
+    source,
+    batch_size,
+    max_seq_length=None,
+    max_predictions_per_seq=None,
+    masker=None,
+    training=True,
+    seed=0,
+    start_step=0,
+    shuffle_buffer_size=10000,
+):
+    """A `tf.data.Dataset` of `(x, y, sample_weight)` pretraining batches.
+
+    Args:
+        source: a directory from `create_pretraining_data` (sizes, masking
+            mode and vocabulary come from its metadata), or TFRecord files or
+            a glob, e.g. written by the original `create_pretraining_data.py`;
+            then give `max_seq_length` and `max_predictions_per_seq`.
+        masker: a `MaskedLMMasker` for unmasked (dynamic) data; built from
+            the directory's vocabulary and metadata when left out.
+        training: True repeats forever, shuffled per epoch, full batches only;
+            False reads once in order (evaluation), keeping the last batch.
+        start_step: batches to skip (training), e.g. the restored
+            `optimizer.iterations` when resuming.
+
+    Example:
+    >>> ds = pretraining_dataset("data/", batch_size=32)
+    >>> pretrainer.fit(ds, steps_per_epoch=1000, epochs=10)
+    """
+    import tensorflow as tf
+
+    metadata = read_metadata(source) if isinstance(source, str | os.PathLike) else None
+    if metadata is not None:
+        max_seq_length = max_seq_length or metadata["max_seq_length"]
+        max_predictions_per_seq = (
+            max_predictions_per_seq or metadata["max_predictions_per_seq"]
+        )
+        dynamic = metadata["masking"] == "dynamic"
+        if dynamic and masker is None:
+            masker = MaskedLMMasker(
+                os.path.join(os.fspath(source), VOCABULARY_FILE),
+                masked_lm_prob=metadata["masked_lm_prob"],
+                max_predictions_per_seq=max_predictions_per_seq,
+                whole_word_masking=metadata["whole_word_masking"],
+            )
+    else:
+        dynamic = masker is not None
+    if max_seq_length is None or (max_predictions_per_seq is None and not dynamic):
+        raise ValueError(
+            "Pass max_seq_length and max_predictions_per_seq (the values the "
+            "data was created with) for TFRecords without kbert metadata."
+        )
+    if dynamic:
+        max_predictions_per_seq = masker.max_predictions_per_seq
+    files = record_files(source)
+    spec = feature_spec(max_seq_length, None if dynamic else max_predictions_per_seq)
+
+    def parse(step, serialized):
+        features = tf.io.parse_example(serialized, spec)
+        features = {
+            k: tf.cast(v, tf.float32 if k == "masked_lm_weights" else tf.int32)
+            for k, v in features.items()
+        }
+        if dynamic:
+            masked = masker(
+                features["input_ids"],
+                features["input_mask"],
+                tf.stack([tf.constant(seed, tf.int64), step]),
+            )
+            features["input_ids"] = masked["token_ids"]
+            features["masked_lm_positions"] = masked["mask_positions"]
+            features["masked_lm_ids"] = masked["mask_ids"]
+            features["masked_lm_weights"] = masked["mask_weights"]
+        return to_model_inputs(features)
+
+    if training:
+        # Fixed seeds with reshuffle_each_iteration: every epoch gets a new
+        # order, and the sequence of orders is the same on every run.
+        order = tf.data.Dataset.from_tensor_slices(files).shuffle(
+            len(files), seed=seed, reshuffle_each_iteration=True
+        )
+        records = order.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=min(len(files), 4),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        records = records.shuffle(
+            shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True
+        ).repeat()
+        dataset = records.batch(batch_size, drop_remainder=True).enumerate()
+        dataset = dataset.skip(start_step)
+    else:
+        dataset = tf.data.TFRecordDataset(files).batch(batch_size).enumerate()
+        if metadata is not None:
+            # A known size lets Keras show progress and not warn at the end.
+            num_batches = -(-metadata["num_instances"] // batch_size)
+            dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return dataset.map(
+        parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    ).prefetch(tf.data.AUTOTUNE)
+
+
+def to_model_inputs(features):
+    """Original feature names -> `(x, y, sample_weight)` for `BertPretrainer`."""
+    import tensorflow as tf
+
+    labels = tf.reshape(features["next_sentence_labels"], [-1])
+    x = {
+        "token_ids": features["input_ids"],
+        "segment_ids": features["segment_ids"],
+        "padding_mask": features["input_mask"],
+        "mask_positions": features["masked_lm_positions"],
+    }
+    y = {"mlm_logits": features["masked_lm_ids"], "nsp_logits": labels}
+    sample_weight = {
+        "mlm_logits": features["masked_lm_weights"],
+        "nsp_logits": tf.ones_like(labels, tf.float32),
+    }
+    return x, y, sample_weight

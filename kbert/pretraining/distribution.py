@@ -1,0 +1,108 @@
+"""Scaling pretraining over devices with existing engines.
+
+JAX: Keras' distribution API. `data_parallel()` replicates the model and
+splits each batch over all devices; `model_parallel()` lays the devices out
+as a (batch, model) mesh and shards the encoder's kernels over the model
+axis with `bert_layout_map` (Megatron style: query/key/value and
+intermediate column-wise, attention_output and output row-wise).
+TensorFlow: `mirrored_strategy()`, a `tf.distribute.MirroredStrategy`.
+See `kbert/pretraining/README.md` for launching on GPU and TPU hosts.
+"""
+
+import keras
+
+# Column-parallel kernels split their output features, row-parallel ones their
+# input features, so the pair around each nonlinearity needs no gather between.
+_COLUMN_PARALLEL = r"transformer_layer_\d+/(query|key|value|intermediate)/"
+_ROW_PARALLEL = r"transformer_layer_\d+/(attention_output|output)/kernel"
+
+
+def bert_layout_map(device_mesh, model_axis="model"):
+    """A `keras.distribution.LayoutMap` sharding BERT's encoder over `model_axis`.
+
+    Matches variable paths such as `transformer_layer_0/query/kernel`; all
+    other variables (embeddings, LayerNorm, heads) are replicated. Hidden and
+    intermediate sizes must divide by the model axis size.
+
+    Example:
+    >>> mesh = keras.distribution.DeviceMesh((2, 4), ("batch", "model"))
+    >>> layout_map = bert_layout_map(mesh)
+    >>> layout_map["transformer_layer_3/intermediate/kernel"].axes
+    (None, 'model')
+    """
+    layout_map = keras.distribution.LayoutMap(device_mesh)
+    layout_map[_COLUMN_PARALLEL + "kernel"] = (None, model_axis)
+    layout_map[_COLUMN_PARALLEL + "bias"] = (model_axis,)
+    layout_map[_ROW_PARALLEL] = (model_axis, None)
+    return layout_map
+
+
+def data_parallel(devices=None):
+    """`keras.distribution.DataParallel` over `devices` (default: all).
+
+    Set it before building the model; batches are split over devices.
+
+    Example:
+    >>> keras.distribution.set_distribution(data_parallel())
+    >>> pretrainer = kbert.BertPretrainer(kbert.BertBackbone(...))
+    """
+    _require_jax("DataParallel")
+    devices = devices or keras.distribution.list_devices()
+    return keras.distribution.DataParallel(devices=devices)
+
+
+def model_parallel(model_parallel_size=2, devices=None):
+    """`keras.distribution.ModelParallel` on a (batch, model) mesh.
+
+    `model_parallel_size` devices share each replica's kernels (see
+    `bert_layout_map`); the remaining factor is data parallel.
+
+    Example:
+    >>> keras.distribution.set_distribution(model_parallel(4))  # 8 devices: 2 x 4
+    """
+    _require_jax("ModelParallel")
+    devices = devices or keras.distribution.list_devices()
+    if len(devices) % model_parallel_size:
+        raise ValueError(
+            f"{len(devices)} devices do not split into groups of "
+            f"model_parallel_size={model_parallel_size}."
+        )
+    mesh = keras.distribution.DeviceMesh(
+        (len(devices) // model_parallel_size, model_parallel_size),
+        ("batch", "model"),
+        devices=devices,
+    )
+    return keras.distribution.ModelParallel(
+        layout_map=bert_layout_map(mesh), batch_dim_name="batch"
+    )
+
+
+def mirrored_strategy(devices=None):
+    """A `tf.distribute.MirroredStrategy` (TensorFlow backend only).
+
+    Build and compile the model inside `strategy.scope()`; `fit` then splits
+    each global batch over the replicas. The MLM loss is normalized by the
+    mask weights of each replica's share, as the original BERT did per TPU
+    core; the gradients are averaged over replicas.
+
+    Example:
+    >>> strategy = mirrored_strategy()
+    >>> with strategy.scope():
+    ...     pretrainer = kbert.BertPretrainer(backbone)
+    """
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(
+            "MirroredStrategy needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
+            "on JAX use data_parallel() or model_parallel()."
+        )
+    import tensorflow as tf
+
+    return tf.distribute.MirroredStrategy(devices=devices)
+
+
+def _require_jax(name):
+    if keras.backend.backend() != "jax":
+        raise ValueError(
+            f"keras.distribution.{name} runs on the JAX backend (KERAS_BACKEND=jax); "
+            "on TensorFlow use mirrored_strategy()."
+        )
