@@ -7,8 +7,9 @@ a fresh scoring head) for a minute on hand-made reading-comprehension items:
 a prompt states a fact and asks about it ("Ada Lovelace was born in London .
 Where was Ada Lovelace born?"), three candidate answers follow, each scored
 as a (prompt, choice) pair. It then scores items about people and places it
-never saw in training. Expect a toy: it shows raw (prompt, choices) in and
-per-choice logits out, not the quality of a SWAG-trained model.
+never saw in training. Expect a toy: a run here picked all 24 held-out items
+right, but the items only ask to find the stated place; it shows raw
+(prompt, choices) in and per-choice logits out, not a SWAG-trained model.
 
     python examples/multiple_choice.py            # ~1 minute on CPU
     python examples/multiple_choice.py --smoke    # seconds: a tiny random model (tests)

@@ -5,8 +5,10 @@ sentence-transformers MiniLM encoder (`kbert.BertTokenClassifier.from_preset(
 "all_minilm_l6_v2", num_classes=5)`, a fresh tagging head) for a minute on a
 small hand-made set of templated sentences with PER and LOC entities, then
 tags sentences built from names and places it never saw in training and
-prints word tags and entity spans. Expect a toy: held-out accuracy says how
-far a minute of templated data gets, not what a real NER model does.
+prints word tags and entity spans. Expect a toy: a run here reached 0.88
+held-out word accuracy, with "Buenos Aires" split into two places; it shows
+the pipeline (words in, BIO tags and character spans out), not a real NER
+model.
 
     python examples/ner_tagging.py            # ~1-2 minutes on CPU
     python examples/ner_tagging.py --smoke    # seconds: a tiny random model (tests)

@@ -80,7 +80,7 @@ class BertQuestionAnswerer(Task):
             "end_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         }
 
-    # === Raw text: windows inside tf.data, answers decoded in NumPy ===
+    # === Raw text: windows from TF ops, answers decoded in NumPy ===
 
     def _require_preprocessor(self):
         if self.preprocessor is None:

@@ -72,6 +72,10 @@ class Task(PresetMixin, FunctionalModel):
 
         Tasks whose inputs are not one text or one text pair override this.
         """
+        # Labels as arrays: a Python list would be split into scalars later.
+        y, sample_weight = (
+            np.asarray(v) if isinstance(v, list) else v for v in (y, sample_weight)
+        )
         return self.preprocessor(x, y, sample_weight)
 
     def _takes_raw(self, x):

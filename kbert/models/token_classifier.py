@@ -27,8 +27,9 @@ class BertTokenClassifier(Task):
     lists; `y` holds one label per word (ids, or tag strings when `id2label`
     is set). Each word is tokenized on its own; its label goes on its first
     piece and the other pieces get -100 (Hugging Face's
-    `is_split_into_words=True` alignment). A `tf.data.Dataset` gives `(texts,
-    labels)` with labels padded by -100 to `(batch, max_words)`.
+    `is_split_into_words=True` alignment). A batched `tf.data.Dataset` gives
+    `(texts, labels)`, the labels an int `(batch, max_words)` tensor padded
+    with -100 (`kbert.tasks.token_alignment.pad_word_labels` makes one).
     `predict_words` and `predict_entities` turn logits back into one label
     per word and into entity spans.
 
@@ -75,7 +76,7 @@ class BertTokenClassifier(Task):
     def default_metrics(self):
         return [TokenAccuracy(ignore_class=IGNORE_LABEL)]
 
-    # === Words in: alignment runs inside tf.data ===
+    # === Words in, word labels out ===
 
     @property
     def label2id(self):

@@ -37,7 +37,8 @@ def test_classifier_on_raw_strings(problem_type, pair):
         preprocessor=preprocessor,
     )
     x = PAIRS if pair else TEXTS
-    history = model.fit(x, y, batch_size=8, validation_data=(x, y), verbose=0)
+    # Plain Python lists of labels work as well as arrays.
+    history = model.fit(x, y.tolist(), batch_size=8, validation_data=(x, y), verbose=0)
     assert np.isfinite(history.history["val_loss"]).all()
     assert np.isfinite(model.evaluate(x, y, batch_size=8, verbose=0)).all()
     logits = model.predict(x, batch_size=8, verbose=0)

@@ -12,8 +12,10 @@ from tasks_helpers import (
     report,
     save_hf,
 )
+from test_case import tiny_backbone
 
 import kbert
+from kbert.preprocessing import BertPreprocessor
 
 PROMPTS = ["The sky is", "Ada Lovelace wrote notes about", "The cat sat on the"]
 CHOICES = [
@@ -72,12 +74,17 @@ def test_trains_and_evaluates_on_raw_choices(hf_chooser):
     assert history.history["loss"][1] < history.history["loss"][0], history.history
     results = chooser.evaluate((PROMPTS, CHOICES), ANSWERS, verbose=0, return_dict=True)
     assert set(results) == {"loss", "sparse_categorical_accuracy"}
+    dataset = tf.data.Dataset.from_tensor_slices(((PROMPTS, CHOICES), ANSWERS)).batch(3)
+    again = chooser.evaluate(dataset, verbose=0, return_dict=True)
+    assert again["loss"] == pytest.approx(results["loss"], abs=1e-5)
     assert results["loss"] < history.history["loss"][0]
 
 
 def test_wrong_number_of_choices_is_an_error(hf_chooser):
-    chooser = kbert.BertMultipleChoice.from_preset(
-        hf_chooser[2], num_choices=3, sequence_length=12
+    chooser = kbert.BertMultipleChoice(
+        tiny_backbone(vocabulary_size=64),
+        num_choices=3,
+        preprocessor=BertPreprocessor.from_preset(hf_chooser[2], sequence_length=12),
     )
     with pytest.raises(Exception, match="exactly 3 choices"):
         chooser.preprocess_samples((tf.constant(["a"]), tf.constant([["x", "y"]])))

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from hf_qa_reference import get_indices, hf_pipeline_answer
+from hf_qa_reference import answer_chars, hf_pipeline_answer
 from tasks_helpers import (
     TOLERANCE,
     VOCABULARY,
@@ -132,7 +132,7 @@ def test_word_spans_equal_tokenizers_word_to_chars(tokenizers):
                 windows["offsets_start"][window][first],
                 windows["offsets_end"][window][last],
             )
-            assert ours_chars == get_indices(enc, position, position, 1, True)
+            assert ours_chars == answer_chars(enc, position, position, True)
             checked += 1
     assert checked > 50
 
@@ -242,21 +242,23 @@ def test_answers_equal_the_transformers_pipeline(hf_qa):
         f"answers equal on {len(PAIRS)} pairs x {len(CONFIGS)} configs",
     )
 
-    # The window logits themselves.
-    logits = qa.predict((questions, contexts), verbose=0)
-    _, outputs = hf_pipeline_answer(
-        hf_model, hf_tok, questions[1], contexts[1], max_seq_len=32
+    # The window logits themselves: every window of every pair, in order.
+    logits = keras.tree.map_structure(
+        keras.ops.convert_to_numpy, qa.predict((questions, contexts), verbose=0)
     )
-    first = sum(
-        len(hf_pipeline_answer(hf_model, hf_tok, q, c, max_seq_len=32)[1])
-        for q, c in PAIRS[:1]
+    windows = [
+        window
+        for question, context in PAIRS
+        for window in hf_pipeline_answer(
+            hf_model, hf_tok, question, context, max_seq_len=32
+        )[1]
+    ]
+    assert len(windows) == len(logits["start_logits"]) > len(PAIRS)
+    diff = max(
+        max_abs_diff(logits[name][row, : len(window["input_ids"])], window[key][0])
+        for row, window in enumerate(windows)
+        for name, key in (("start_logits", "start"), ("end_logits", "end"))
     )
-    diff = 0.0
-    for offset, output in enumerate(outputs):
-        length = len(output["input_ids"])
-        for name, key in (("start_logits", "start"), ("end_logits", "end")):
-            ours_logits = keras.ops.convert_to_numpy(logits[name])[first + offset, :length]
-            diff = max(diff, max_abs_diff(ours_logits, output[key][0]))
     report("BertQuestionAnswerer window logits vs BertForQuestionAnswering", diff)
     assert diff <= TOLERANCE
 
@@ -311,5 +313,9 @@ def test_trains_on_raw_questions_and_answer_spans(tokenizers):
         (questions, contexts), (starts, ends), verbose=0, return_dict=True
     )
     assert results["loss"] < 1.0, results
+    # The same pairs as a tf.data pipeline: windows made inside the graph.
+    dataset = tf.data.Dataset.from_tensor_slices(((questions, contexts), (starts, ends)))
+    again = qa.evaluate(dataset.batch(5), verbose=0, return_dict=True)
+    assert again["loss"] == pytest.approx(results["loss"], abs=1e-5)
     answer = qa.answer("where is the dog?", "the big dog is in london")
     assert (answer["answer"], answer["start"], answer["end"]) == ("london", 18, 24)

@@ -110,6 +110,7 @@ def test_words_logits_and_labels_match_transformers(hf_tagger):
     words = [
         ["Ada", "Lovelace", "wrote", "notes,", "about", "the", "engine."],
         ["Paris", "is", "a", "big", "city"],
+        ["the", "cat", "sat"],  # 4 rows: predict and predict_words share a shape
         [
             "unseen",
             "jumps",
@@ -138,7 +139,7 @@ def test_words_logits_and_labels_match_transformers(hf_tagger):
         tagger.preprocessor.tokenizer, tf.constant([" ".join(w) for w in words]), 16
     )
     np.testing.assert_array_equal(ours["token_ids"].numpy(), encoded["input_ids"])
-    hf_word_ids = [[-1 if w is None else w for w in encoded.word_ids(i)] for i in range(3)]
+    hf_word_ids = [[-1 if w is None else w for w in encoded.word_ids(i)] for i in range(4)]
     np.testing.assert_array_equal(ours["word_ids"].numpy(), hf_word_ids)
 
     logits = keras.ops.convert_to_numpy(tagger.predict(words, verbose=0))
@@ -156,7 +157,7 @@ def test_words_logits_and_labels_match_transformers(hf_tagger):
             if word >= 0 and (position == 0 or hf_word_ids[row][position - 1] != word):
                 expected[word] = LABELS[int(reference[row, position].argmax())]
         assert labels == expected
-    assert predicted[2][-1] is None  # "again" is past the 16 tokens
+    assert predicted[3][-1] is None  # "again" is past the 16 tokens
 
 
 def test_overfits_a_tagging_pattern_and_decodes_entities(tokenizer):
@@ -199,6 +200,12 @@ def test_overfits_a_tagging_pattern_and_decodes_entities(tokenizer):
     tagger.fit(texts * 50, labels * 50, batch_size=6, shuffle=False, verbose=0)
     loss, accuracy = tagger.evaluate(texts, labels, verbose=0)
     assert accuracy == 1.0 and loss < 0.2, (loss, accuracy)
+    # A tf.data pipeline of (texts, word labels padded with -100) agrees.
+    padded = token_alignment.pad_word_labels(labels, texts, tagger.label2id)
+    dataset = tf.data.Dataset.from_tensor_slices((texts, padded)).batch(6)
+    np.testing.assert_allclose(
+        tagger.evaluate(dataset, verbose=0), [loss, accuracy], atol=1e-6
+    )
     assert tagger.predict_words(texts[:2]) == labels[:2]
     # Training sentences with extra spaces: same words, shifted offsets.
     spaced = ["Ada  Lovelace is in Paris", "Babbage wrote about  Paris"]
