@@ -28,7 +28,11 @@ import time
 
 
 def add_pretrain_parser(subparsers):
-    """Declares `kbert pretrain`."""
+    """Declares `kbert pretrain` on an argparse `subparsers`.
+
+    Example:
+    >>> add_pretrain_parser(parser.add_subparsers())
+    """
     parser = subparsers.add_parser(
         "pretrain",
         help="pretrain a BERT (masked LM + next-sentence prediction) from text",
@@ -114,7 +118,11 @@ def add_pretrain_parser(subparsers):
 
 
 def add_fill_mask_parser(subparsers):
-    """Declares `kbert fill-mask`."""
+    """Declares `kbert fill-mask` on an argparse `subparsers`.
+
+    Example:
+    >>> add_fill_mask_parser(parser.add_subparsers())
+    """
     parser = subparsers.add_parser(
         "fill-mask",
         help="print the top-k predictions for each [MASK] in a sentence",

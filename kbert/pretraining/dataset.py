@@ -22,7 +22,12 @@ from kbert.pretraining.tfrecords import feature_spec
 
 
 def read_metadata(source):
-    """`metadata.json` of a directory made by `create_pretraining_data`, or None."""
+    """`metadata.json` of a directory made by `create_pretraining_data`, or None.
+
+    Example:
+    >>> read_metadata("data/train")["num_instances"]
+    31945
+    """
     path = os.path.join(os.fspath(source), METADATA_FILE)
     if os.path.isdir(os.fspath(source)) and os.path.exists(path):
         with open(path) as file:
@@ -31,7 +36,12 @@ def read_metadata(source):
 
 
 def record_files(source):
-    """Sorted TFRecord files of a data directory, glob pattern or list of either."""
+    """Sorted TFRecord files of a data directory, glob pattern or list of either.
+
+    Example:
+    >>> record_files("data/train")
+    ['data/train/data-00000-of-00001.tfrecord']
+    """
     if isinstance(source, str | os.PathLike):
         source = [os.fspath(source)]
     files = []
@@ -50,7 +60,12 @@ def record_files(source):
 
 
 def count_records(source):
-    """Number of pretraining examples (from metadata, else by counting)."""
+    """Number of pretraining examples (from metadata, else by counting).
+
+    Example:
+    >>> count_records("original/*.tfrecord")
+    120000
+    """
     metadata = read_metadata(source) if isinstance(source, str | os.PathLike) else None
     if metadata is not None:
         return metadata["num_instances"]
@@ -163,7 +178,11 @@ def pretraining_dataset(
 
 
 def to_model_inputs(features):
-    """Original feature names -> `(x, y, sample_weight)` for `BertPretrainer`."""
+    """Original feature names -> `(x, y, sample_weight)` for `BertPretrainer`.
+
+    Example:
+    >>> x, y, sample_weight = to_model_inputs(tf.io.parse_example(records, spec))
+    """
     import tensorflow as tf
 
     labels = tf.reshape(features["next_sentence_labels"], [-1])

@@ -20,7 +20,11 @@ import dataclasses
 
 @dataclasses.dataclass
 class PairInstance:
-    """`[CLS] A [SEP] B [SEP]` as token ids, before masking."""
+    """`[CLS] A [SEP] B [SEP]` as token ids, before masking.
+
+    Example:
+    >>> PairInstance([2, 7, 3, 8, 3], [0, 0, 0, 1, 1], is_random_next=False)
+    """
 
     token_ids: list
     segment_ids: list
@@ -32,6 +36,12 @@ def truncate_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
     Removes one token at a time from the longer segment, from its front or
     back at random (so the model does not learn that sequences end cleanly).
+
+    Example:
+    >>> a, b = list(range(10)), [20, 21]
+    >>> truncate_pair(a, b, 8, random.Random(0))
+    >>> len(a), b
+    (6, [20, 21])
     """
     while len(tokens_a) + len(tokens_b) > max_num_tokens:
         longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b

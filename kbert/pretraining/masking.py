@@ -23,10 +23,18 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def load_vocabulary(vocabulary):
-    """A vocabulary as a list of tokens, from a list or a `vocab.txt` path."""
+    """A vocabulary as a list of tokens, from a list or a `vocab.txt` path.
+
+    Example:
+    >>> load_vocabulary("vocab.txt")[:3]
+    ['[PAD]', '[UNK]', '[CLS]']
+    """
     if isinstance(vocabulary, str | bytes) or hasattr(vocabulary, "__fspath__"):
         with open(vocabulary, encoding="utf-8") as file:
-            return [line.rstrip("\n") for line in file]
+            tokens = [line.rstrip() for line in file.read().splitlines()]
+        while tokens and not tokens[-1]:
+            tokens.pop()
+        return tokens
     return [str(token) for token in vocabulary]
 
 

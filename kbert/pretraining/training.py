@@ -7,8 +7,10 @@ TensorBoard and a JSON-lines metrics log. Running the same call again after
 a crash continues where the last checkpoint left off.
 """
 
+import importlib.util
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -53,7 +55,12 @@ class MetricsLogger(keras.callbacks.Callback):
 
 
 def read_metrics(path):
-    """The records of a `MetricsLogger` file, as a list of dicts."""
+    """The records of a `MetricsLogger` file, as a list of dicts.
+
+    Example:
+    >>> read_metrics("run/metrics.jsonl")[0]
+    {'step': 50, 'loss': 9.1, ...}
+    """
     with open(path) as file:
         return [json.loads(line) for line in file if line.strip()]
 
@@ -112,11 +119,20 @@ def pretrain(
         checkpoint = TrainingCheckpoint(os.path.join(run_dir, "checkpoints"), save_every)
         step = checkpoint.restore(pretrainer)
         extra = [
-            keras.callbacks.TensorBoard(
-                os.path.join(run_dir, "tensorboard"), update_freq=log_every
-            ),
-            MetricsLogger(os.path.join(run_dir, METRICS_FILE), log_every, start_step=step),
+            MetricsLogger(os.path.join(run_dir, METRICS_FILE), log_every, start_step=step)
         ]
+        if importlib.util.find_spec("tensorboard") is not None:
+            extra.append(
+                keras.callbacks.TensorBoard(
+                    os.path.join(run_dir, "tensorboard"), update_freq=log_every
+                )
+            )
+        else:
+            warnings.warn(
+                "No TensorBoard logs: the `tensorboard` package is not installed "
+                "(pip install tensorboard).",
+                stacklevel=2,
+            )
     all_callbacks = [StopOnNaN(checkpoint), *([checkpoint] if checkpoint else []), *extra]
     all_callbacks += list(callbacks)
 
