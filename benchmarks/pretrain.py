@@ -24,11 +24,6 @@ import subprocess
 import sys
 import time
 
-# This folder has a `tokenize.py` that would shadow the standard library's
-# (torch imports it): keep the script's own folder off the import path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
 BERT_BASE = dict(
     num_layers=12,
     hidden_dim=768,
@@ -74,7 +69,7 @@ def kbert_worker(args, shape):
     import numpy as np
 
     import kbert
-    from kbert.pretraining.optimizers import pretraining_optimizer
+    from kbert.optimization.optimizers import bert_optimizer
 
     batch = make_batch(
         args.batch_size, args.seq_length, args.predictions, shape["vocabulary_size"]
@@ -84,9 +79,7 @@ def kbert_worker(args, shape):
     model = kbert.BertPretrainer(backbone, compile=False)
     jit = keras.backend.backend() in ("tensorflow", "jax")
     model.compile(
-        optimizer=pretraining_optimizer(
-            total_steps=10**6, learning_rate=1e-4, warmup_steps=0
-        ),
+        optimizer=bert_optimizer(total_steps=10**6, learning_rate=1e-4, warmup_steps=0),
         jit_compile=jit,
     )
     x = {

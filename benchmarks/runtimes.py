@@ -19,29 +19,11 @@ Keras on TensorFlow (XLA), JAX (jit) and torch (eager), TF SavedModel
     python benchmarks/runtimes.py --skip-export      # re-time existing artifacts
 """
 
+import argparse
+import json
 import os
-import sys
 
-# Python puts this script's directory first on sys.path, where a
-# `benchmarks/tokenize.py` would shadow the standard library's `tokenize`:
-# load `common` by path instead.
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
-
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location(
-    "benchmark_common", os.path.join(HERE, "common.py")
-)
-_common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_common)
-print_table, run_worker, time_call = (
-    _common.print_table,
-    _common.run_worker,
-    _common.time_call,
-)
+from common import print_table, run_worker, time_call
 
 SEQUENCE_LENGTH = 128
 THROUGHPUT_BATCH = 32

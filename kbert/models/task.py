@@ -6,18 +6,14 @@ import numpy as np
 from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.preset_io import PresetMixin
+from kbert.optimization.optimizers import bert_optimizer
 
 DEFAULT_LEARNING_RATE = 5e-5
-NO_WEIGHT_DECAY = ["bias", "gamma", "beta"]
 
 
 def default_optimizer(learning_rate=DEFAULT_LEARNING_RATE, weight_decay=0.01):
     """AdamW as BERT fine-tuning uses it: no decay on LayerNorm and biases."""
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=learning_rate, weight_decay=weight_decay, global_clipnorm=1.0
-    )
-    optimizer.exclude_from_weight_decay(var_names=NO_WEIGHT_DECAY)
-    return optimizer
+    return bert_optimizer(learning_rate=learning_rate, weight_decay=weight_decay)
 
 
 def backbone_inputs(extra_dims=()):

@@ -3,6 +3,8 @@
 TensorFlow is imported only when data is created or read (inside functions).
 """
 
+from kbert.optimization.optimizers import bert_optimizer
+from kbert.optimization.schedules import WarmupLinearDecay
 from kbert.pretraining.checkpointing import (
     StopOnNaN,
     TrainingCheckpoint,
@@ -22,8 +24,6 @@ from kbert.pretraining.documents import (
     split_sentences,
 )
 from kbert.pretraining.masking import MaskedLMMasker
-from kbert.pretraining.optimizers import pretraining_optimizer
-from kbert.pretraining.schedules import WarmupLinearDecay
 from kbert.pretraining.training import MetricsLogger, pretrain
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
     "model_parallel",
     "pretrain",
     "pretraining_dataset",
-    "pretraining_optimizer",
+    "bert_optimizer",
     "read_documents",
     "split_sentences",
 ]

@@ -173,12 +173,12 @@ def _pretrain(args):
     import keras
 
     import kbert
+    from kbert.optimization.optimizers import bert_optimizer
     from kbert.preprocessing import BertTokenizer, train_vocabulary
     from kbert.pretraining.data_creation import create_pretraining_data
     from kbert.pretraining.dataset import pretraining_dataset, read_metadata
     from kbert.pretraining.evaluation import majority_baseline
     from kbert.pretraining.learning_curve import plot_learning_curve
-    from kbert.pretraining.optimizers import pretraining_optimizer
     from kbert.pretraining.training import METRICS_FILE, pretrain
 
     output = args.output
@@ -256,7 +256,7 @@ def _pretrain(args):
         )
         pretrainer = kbert.BertPretrainer(backbone, compile=False)
         pretrainer.compile(
-            optimizer=pretraining_optimizer(
+            optimizer=bert_optimizer(
                 total_steps=args.steps,
                 learning_rate=args.learning_rate,
                 warmup_steps=args.warmup_steps,

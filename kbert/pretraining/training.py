@@ -84,7 +84,7 @@ def pretrain(
 
     Args:
         pretrainer: a compiled `kbert.BertPretrainer` (e.g. with
-            `pretraining_optimizer`).
+            `bert_optimizer`).
         data: a data directory/files for `pretraining_dataset`, or a function
             `start_step -> tf.data.Dataset` of `(x, y, sample_weight)` that
             repeats and starts at `start_step`.
@@ -97,7 +97,7 @@ def pretrain(
 
     Example:
     >>> pretrainer = kbert.BertPretrainer(backbone)
-    >>> pretrainer.compile(optimizer=pretraining_optimizer(total_steps=10000))
+    >>> pretrainer.compile(optimizer=bert_optimizer(total_steps=10000))
     >>> pretrain(pretrainer, "data/", total_steps=10000, batch_size=32,
     ...          run_dir="run/")
     """

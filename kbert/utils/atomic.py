@@ -6,6 +6,12 @@ import shutil
 import tempfile
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_directory(path):
     """Yields a temporary directory that replaces `path` only on success.
@@ -18,6 +24,7 @@ def atomic_directory(path):
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=os.path.basename(path) + ".tmp-", dir=parent)
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private (0700)
     try:
         yield tmp
     except BaseException:
@@ -34,13 +41,19 @@ def atomic_directory(path):
 
 @contextlib.contextmanager
 def atomic_file(path):
-    """Yields a temporary file path that is renamed onto `path` on success."""
+    """Yields a temporary file path that is renamed onto `path` on success.
+
+    Example:
+    >>> with atomic_file("out/embeddings.npy") as tmp:
+    ...     np.save(open(tmp, "wb"), embeddings)
+    """
     path = os.path.abspath(os.fspath(path))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(
         prefix=os.path.basename(path) + ".tmp-", dir=os.path.dirname(path)
     )
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private (0600)
     try:
         yield tmp
         os.replace(tmp, path)

@@ -18,7 +18,7 @@ SMOKE = {
     "feature_extraction.py": ["--smoke"],
 }
 EXPECTED_OUTPUT = {
-    "sentiment_classification.py": "Test accuracy:",
+    "sentiment_classification.py": "| classifier.onnx",
     "semantic_search.py": "heartwarming",
     "feature_extraction.py": "Logistic regression test accuracy:",
 }

@@ -33,8 +33,8 @@ if KIND == "mirrored":
     )
 
 import kbert  # noqa: E402
+from kbert.optimization.optimizers import bert_optimizer  # noqa: E402
 from kbert.pretraining import distribution  # noqa: E402
-from kbert.pretraining.optimizers import pretraining_optimizer  # noqa: E402
 
 BATCH, LENGTH, PREDICTIONS, VOCABULARY = 16, 16, 4, 64
 rng = np.random.default_rng(0)
@@ -75,7 +75,7 @@ def build(jit_compile):
     )
     model = kbert.BertPretrainer(backbone, compile=False)
     model.compile(
-        optimizer=pretraining_optimizer(total_steps=10, learning_rate=1e-2, warmup_steps=0),
+        optimizer=bert_optimizer(total_steps=10, learning_rate=1e-2, warmup_steps=0),
         jit_compile=jit_compile,
     )
     return model

@@ -75,7 +75,7 @@ def tiny_pretrainer(seed=1, dropout=0.1, dtype=None, jit_compile=None, **optimiz
     if jit_compile is None:
         jit_compile = keras.backend.backend() == "jax"
     import kbert
-    from kbert.pretraining.optimizers import pretraining_optimizer
+    from kbert.optimization.optimizers import bert_optimizer
 
     keras.utils.set_random_seed(seed)
     backbone = kbert.BertBackbone(
@@ -93,7 +93,7 @@ def tiny_pretrainer(seed=1, dropout=0.1, dtype=None, jit_compile=None, **optimiz
     options = dict(total_steps=20, learning_rate=1e-3, warmup_steps=2)
     options.update(optimizer_kwargs)
     model.compile(
-        optimizer=pretraining_optimizer(**options),
+        optimizer=bert_optimizer(**options),
         jit_compile=jit_compile,
         run_eagerly=run_eagerly,
     )

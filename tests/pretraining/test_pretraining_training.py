@@ -14,10 +14,10 @@ from pretraining_helpers import (
     weights_of,
 )
 
+from kbert.optimization.schedules import WarmupLinearDecay
 from kbert.pretraining.checkpointing import TrainingCheckpoint, TrainingDivergedError
 from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import pretraining_dataset
-from kbert.pretraining.schedules import WarmupLinearDecay
 from kbert.pretraining.training import pretrain, read_metrics
 
 

@@ -1,16 +1,16 @@
-"""Optimizers for pretraining: AdamW or LAMB with BERT's weight-decay rules."""
+"""AdamW or LAMB with BERT's weight-decay rules, for pretraining and fine-tuning."""
 
 import keras
 
-from kbert.pretraining.schedules import WarmupLinearDecay
+from kbert.optimization.schedules import WarmupLinearDecay
 
 # LayerNorm (`gamma`, `beta`) and every bias, the MLM `output_bias` included,
 # are not decayed (as in the original BERT optimizer).
 NO_WEIGHT_DECAY = ("bias", "gamma", "beta")
 
 
-def pretraining_optimizer(
-    total_steps,
+def bert_optimizer(
+    total_steps=None,
     learning_rate=1e-4,
     warmup_steps=10000,
     optimizer="adamw",
@@ -24,14 +24,19 @@ def pretraining_optimizer(
     """AdamW (original BERT) or LAMB (large-batch BERT), warm-up/decay schedule,
     global-norm gradient clipping, no decay on LayerNorm and biases.
 
+    `total_steps=None` keeps the learning rate constant (no schedule).
+
     `mixed_float16=True` wraps it in a `LossScaleOptimizer` (not needed for
     bfloat16).
 
     Example:
-    >>> optimizer = pretraining_optimizer(total_steps=100000, warmup_steps=1000)
+    >>> optimizer = bert_optimizer(total_steps=100000, warmup_steps=1000)
     >>> pretrainer.compile(optimizer=optimizer)
     """
-    schedule = WarmupLinearDecay(learning_rate, min(warmup_steps, total_steps), total_steps)
+    schedule = learning_rate
+    if total_steps is not None:
+        warmup_steps = min(warmup_steps, total_steps)
+        schedule = WarmupLinearDecay(learning_rate, warmup_steps, total_steps)
     classes = {"adamw": keras.optimizers.AdamW, "lamb": keras.optimizers.Lamb}
     if optimizer not in classes:
         raise ValueError(f"optimizer must be one of {sorted(classes)}; got {optimizer!r}.")
