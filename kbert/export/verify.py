@@ -42,6 +42,12 @@ def artifact_size(path):
     )
 
 
+def _artifact_name(path):
+    """The file or directory name; `name/1` for a TF Serving version directory."""
+    head, name = os.path.split(os.path.normpath(path))
+    return f"{os.path.basename(head)}/{name}" if name.isdigit() else name
+
+
 def _model(model, record):
     from kbert.export.model_source import load_model
 
@@ -216,7 +222,7 @@ def verify(artifact, model=None, num_examples=200, repeats=20):
     if kind == "tflite":
         description += f" {record.get('flavour')} {record.get('quantization') or 'float32'}"
     return {
-        "artifact": os.path.basename(artifact.rstrip(os.sep)),
+        "artifact": _artifact_name(artifact),
         "format": description,
         "size MB": artifact_size(artifact) / 1e6,
         "runtime": runtime,
