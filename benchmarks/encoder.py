@@ -7,6 +7,12 @@ torch); HF `BertModel` runs in torch eager mode (its default, SDPA attention).
 
     python benchmarks/encoder.py                 # MiniLM-L6 and bert-base shapes
     python benchmarks/encoder.py --shapes minilm --repeats 5
+    python benchmarks/encoder.py --interleaved --repeats 8   # close calls, see below
+
+Separate processes measured one after the other see different machine
+states; `--interleaved` settles close calls: per backend, one process builds
+kbert and keras-hub and alternates their batch-32 calls, then prints the
+ratio of the medians.
 """
 
 import argparse
@@ -105,16 +111,73 @@ def worker(library, shape, repeats):
     print(json.dumps({"throughput": throughput, "latency_ms": latency}))
 
 
+def interleaved_worker(shape, repeats):
+    import time
+
+    import keras_hub
+    import numpy as np
+
+    import kbert
+
+    config = SHAPES[shape]
+    forwards = {
+        "kbert": keras_forward(
+            kbert.BertBackbone(vocabulary_size=VOCABULARY_SIZE, **config)
+        ),
+        "keras_hub": keras_forward(
+            keras_hub.models.BertBackbone(
+                vocabulary_size=VOCABULARY_SIZE, max_sequence_length=512, **config
+            )
+        ),
+    }
+    big = inputs(*THROUGHPUT_BATCH)
+    times = {name: [] for name in forwards}
+    for step in range(repeats + 2):  # two warm-up rounds
+        for name, forward in forwards.items():
+            start = time.perf_counter()
+            forward(big)
+            if step >= 2:
+                times[name].append(time.perf_counter() - start)
+    medians = {name: float(np.median(t)) for name, t in times.items()}
+    print(json.dumps(medians))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--interleaved", action="store_true")
     parser.add_argument(
         "--worker", nargs=2, metavar=("LIBRARY", "SHAPE"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
     if args.worker:
+        if args.worker[0] == "interleaved":
+            return interleaved_worker(args.worker[1], args.repeats)
         return worker(*args.worker, args.repeats)
+    if args.interleaved:
+        rows = []
+        for shape in args.shapes:
+            for backend in BACKENDS:
+                medians = run_worker(
+                    __file__,
+                    ["--worker", "interleaved", shape, "--repeats", str(args.repeats)],
+                    backend,
+                )
+                rows.append(
+                    [
+                        shape,
+                        backend,
+                        f"{medians['kbert']:.3f}",
+                        f"{medians['keras_hub']:.3f}",
+                        f"{medians['keras_hub'] / medians['kbert']:.3f}",
+                    ]
+                )
+        print_table(
+            ["shape", "backend", "kbert s/batch", "keras-hub s/batch", "kbert speed x hub"],
+            rows,
+        )
+        return
     for shape in args.shapes:
         reference = run_worker(
             __file__, ["--worker", "transformers", shape, "--repeats", str(args.repeats)]
