@@ -9,6 +9,7 @@ import random
 
 import keras
 import numpy as np
+from test_case import tiny_backbone
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 NUM_WORDS = 400
@@ -78,12 +79,9 @@ def tiny_pretrainer(seed=1, dropout=0.1, dtype=None, jit_compile=None, **optimiz
     from kbert.optimization.optimizers import bert_optimizer
 
     keras.utils.set_random_seed(seed)
-    backbone = kbert.BertBackbone(
+    backbone = tiny_backbone(
         vocabulary_size=len(toy_vocabulary()),
         num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
         max_sequence_length=32,
         dropout=dropout,
         attention_dropout=dropout,

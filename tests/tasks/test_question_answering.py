@@ -14,6 +14,7 @@ from tasks_helpers import (
     save_hf,
     write_vocabulary,
 )
+from test_case import tiny_backbone
 
 import kbert
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
@@ -264,14 +265,8 @@ def test_answers_equal_the_transformers_pipeline(hf_qa):
 
 
 def test_trains_on_raw_questions_and_answer_spans(tokenizers):
-    backbone = kbert.BertBackbone(
-        vocabulary_size=len(VOCABULARY),
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-        dropout=0.0,
+    backbone = tiny_backbone(
+        vocabulary_size=len(VOCABULARY), num_layers=1, max_sequence_length=32, dropout=0.0
     )
     qa = kbert.BertQuestionAnswerer(
         backbone,

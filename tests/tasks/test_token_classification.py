@@ -14,6 +14,7 @@ from tasks_helpers import (
     save_hf,
     write_vocabulary,
 )
+from test_case import tiny_backbone
 
 import kbert
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
@@ -161,14 +162,8 @@ def test_words_logits_and_labels_match_transformers(hf_tagger):
 
 
 def test_overfits_a_tagging_pattern_and_decodes_entities(tokenizer):
-    backbone = kbert.BertBackbone(
-        vocabulary_size=len(VOCABULARY),
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=32,
-        dropout=0.0,
+    backbone = tiny_backbone(
+        vocabulary_size=len(VOCABULARY), num_layers=1, max_sequence_length=32, dropout=0.0
     )
     tagger = kbert.BertTokenClassifier(
         backbone,
