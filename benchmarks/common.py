@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmark scripts: timing and worker processes.
+"""Helpers shared by the benchmark scripts: timing, compiled forward passes
+and worker processes.
 
 Each measured configuration runs in its own process, because the Keras
 backend is fixed at import time; the driver collects one JSON line per run.
@@ -14,7 +15,11 @@ import numpy as np
 
 
 def time_call(fn, repeats, warmup=1):
-    """Median seconds per call of `fn()` (which must block until done)."""
+    """Median seconds per call of `fn()` (which must block until done).
+
+    `kbert.export.runtimes.median_seconds` does the same, but importing kbert
+    would load Keras (and TensorFlow) into the reference library's worker.
+    """
     for _ in range(warmup):
         fn()
     times = []
@@ -23,6 +28,33 @@ def time_call(fn, repeats, warmup=1):
         fn()
         times.append(time.perf_counter() - start)
     return float(np.median(times))
+
+
+def keras_forward(model):
+    """The compiled inference function of a Keras model on this backend:
+    XLA on TensorFlow, `jax.jit` on JAX, eager under `no_grad` on torch."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        fn = tf.function(lambda x: model(x, training=False), jit_compile=True)
+        return lambda x: keras.tree.map_structure(lambda t: t.numpy(), fn(x))
+    if backend == "jax":
+        import jax
+
+        fn = jax.jit(lambda tv, ntv, x: model.stateless_call(tv, ntv, x, training=False)[0])
+        tv = [v.value for v in model.trainable_variables]
+        ntv = [v.value for v in model.non_trainable_variables]
+        return lambda x: jax.block_until_ready(fn(tv, ntv, x))
+    import torch
+
+    def run(x):
+        with torch.no_grad():
+            return model({k: torch.from_numpy(v) for k, v in x.items()}, training=False)
+
+    return run
 
 
 def run_worker(script, args, backend=None):

@@ -21,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import print_table, run_worker, time_call  # noqa: E402
+from common import keras_forward, print_table, run_worker, time_call  # noqa: E402
 
 SHAPES = {
     "minilm": dict(num_layers=6, num_heads=12, hidden_dim=384, intermediate_dim=1536),
@@ -42,32 +42,6 @@ def inputs(batch, length):
         "segment_ids": np.zeros((batch, length), "int32"),
         "padding_mask": np.ones((batch, length), "int32"),
     }
-
-
-def keras_forward(model):
-    """The compiled inference function of a Keras model on this backend."""
-    import keras
-
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        fn = tf.function(lambda x: model(x, training=False), jit_compile=True)
-        return lambda x: {k: v.numpy() for k, v in fn(x).items()}
-    if backend == "jax":
-        import jax
-
-        fn = jax.jit(lambda tv, ntv, x: model.stateless_call(tv, ntv, x, training=False)[0])
-        tv = [v.value for v in model.trainable_variables]
-        ntv = [v.value for v in model.non_trainable_variables]
-        return lambda x: jax.block_until_ready(fn(tv, ntv, x))
-    import torch
-
-    def run(x):
-        with torch.no_grad():
-            return model({k: torch.from_numpy(v) for k, v in x.items()}, training=False)
-
-    return run
 
 
 def worker(library, shape, repeats):

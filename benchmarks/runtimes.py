@@ -23,7 +23,7 @@ import argparse
 import json
 import os
 
-from common import print_table, run_worker, time_call
+from common import keras_forward, print_table, run_worker, time_call
 
 SEQUENCE_LENGTH = 128
 THROUGHPUT_BATCH = 32
@@ -146,31 +146,6 @@ def _features(preprocessor, texts):
     return {k: v.numpy() for k, v in preprocessor.preprocess(texts).items()}
 
 
-def _keras_call(model):
-    import keras
-
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
-
-        compiled = tf.function(lambda x: model(x, training=False), jit_compile=True)
-        return lambda x: compiled(x).numpy()
-    if backend == "jax":
-        import jax
-
-        compiled = jax.jit(lambda tv, ntv, x: model.stateless_call(tv, ntv, x)[0])
-        tv = [v.value for v in model.trainable_variables]
-        ntv = [v.value for v in model.non_trainable_variables]
-        return lambda x: jax.block_until_ready(compiled(tv, ntv, x))
-    import torch
-
-    def run(x):
-        with torch.no_grad():
-            return model({k: torch.from_numpy(v) for k, v in x.items()}, training=False)
-
-    return run
-
-
 def time_runtime(workdir, runtime, repeats):
     """Median seconds at batch 1 and batch 32 for one runtime."""
     import numpy as np
@@ -182,7 +157,7 @@ def time_runtime(workdir, runtime, repeats):
     paths = artifact_paths(workdir)
     if runtime == "keras":
         model = load_model(preset)
-        call = _keras_call(model)
+        call = keras_forward(model)
         batches = [_features(model.preprocessor, t) for t in (one, many)]
     elif runtime == "transformers":
         import tempfile
