@@ -20,23 +20,34 @@ import keras
 import numpy as np
 
 from kbert.export import checks
+from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
+from kbert.export.onnx_axes import BATCH, POSITIONS, SEQUENCE, name_axes
+from kbert.export.onnx_quantization import QUANTIZATIONS
 from kbert.export.record import RECORD_NAME
 from kbert.export.spec import export_spec, forward, named_outputs
 from kbert.utils.atomic import atomic_file
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17
-BATCH, SEQUENCE, POSITIONS = "batch", "sequence", "positions"
 
 
-def onnx(model, path, opset=DEFAULT_OPSET, source=None):
+def onnx(
+    model,
+    path,
+    opset=DEFAULT_OPSET,
+    source=None,
+    quantization=None,
+    min_agreement=DEFAULT_MIN_AGREEMENT,
+):
     """Exports `model` (token ids in) to a verified ONNX file at `path`.
 
     Works on the current Keras backend. Before the file appears at `path`,
     `onnx.checker` checks it and `onnxruntime` runs it on real sentences at
     two different (batch, sequence) shapes; outputs must match the Keras
     model's within 1e-4, or `ExportVerificationError` is raised and nothing
-    is written.
+    is written. A quantized file is made from that verified float32 one
+    (`kbert.export.onnx_quantization`) and must then predict as the Keras
+    model does on `min_agreement` of 1,000 held-out reviews.
 
     Args:
         model: a kbert task model or backbone.
@@ -44,17 +55,28 @@ def onnx(model, path, opset=DEFAULT_OPSET, source=None):
         opset: the ONNX opset (>= 17; default 18, which JAX's exporter needs).
         source: where the model came from (preset directory or `.keras`
             file), kept in the export record for `kbert verify`.
+        quantization: None (float32), `"dynamic_int8"` (recommended: int8
+            dense layers, outlier channels and the head in float32),
+            `"int8"` (static activation ranges too) or `"float16"`.
+        min_agreement: the least share of predictions a quantized file must
+            share with the Keras model (`kbert.export.agreement`); lower it
+            to keep a quantization whose agreement you have measured.
 
     Returns:
         The export record (a dict), with the verification figures.
 
     Example:
     >>> kbert.export.onnx(classifier, "classifier.onnx")
+    >>> kbert.export.onnx(classifier, "classifier_int8.onnx", quantization="dynamic_int8")
     >>> onnxruntime.InferenceSession("classifier.onnx").run(
     ...     None, {"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
     """
     if opset < MIN_OPSET:
         raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(
+            f"quantization must be one of {QUANTIZATIONS}; got {quantization!r}."
+        )
     spec = export_spec(model)
     backend = keras.backend.backend()
     converters = {"tensorflow": _from_tensorflow, "torch": _from_torch, "jax": _from_jax}
@@ -64,10 +86,18 @@ def onnx(model, path, opset=DEFAULT_OPSET, source=None):
     with atomic_file(path) as tmp:
         proto = converters[backend](model, spec, opset, data.token_batches[0])
         _order_outputs(proto, spec)
+        name_axes(proto, spec)
         _check_proto(proto, spec, opset)
         with open(tmp, "wb") as file:
             file.write(proto.SerializeToString())
         verification = verify_onnx(model, spec, tmp, data)
+        quantized = None
+        if quantization:
+            from kbert.export.onnx_quantization import quantize_and_verify
+
+            proto, quantized = quantize_and_verify(
+                model, spec, tmp, quantization, min_agreement
+            )
         export_record = {
             "format": "onnx",
             "task": spec.task,
@@ -84,7 +114,10 @@ def onnx(model, path, opset=DEFAULT_OPSET, source=None):
                 "jax": "jax2onnx",
             }[backend],
             "verification": verification,
+            "quantization": quantization,
         }
+        if quantized:
+            export_record["quantized"] = quantized
         _write_with_record(tmp, proto, export_record, data.token_batches[-1])
     return export_record
 

@@ -1,0 +1,172 @@
+"""Prediction agreement of a quantized artifact with the Keras model, on real text.
+
+A quantized artifact is never within float32's 1e-4 of the Keras model, and
+its max |diff| says little about what users see. What they see is the
+prediction: the class, the tagged label, the answer span. The exporters run
+a quantized artifact on `AGREEMENT_TEXTS` held-out Rotten Tomatoes reviews
+(`kbert.export.sentences`, i.e. `kbert.data`, or the sentences shipped in
+the package when that corpus cannot be fetched), in length-sorted batches
+of 32 padded to each batch's longest text, and refuse it when the share of
+predictions equal to the Keras model's falls below `min_agreement`.
+
+What "agreement" means per task:
+
+- classifier, multiple choice: same argmax class (multi-label: the same set
+  of labels above 0.5); regression has no classes (None);
+- token classifier: same argmax label on every real token;
+- question answerer: same start and same end token;
+- masked LM: same top-1 token at every masked position;
+- text embedder, backbone: mean cosine similarity of the embeddings
+  (pooled output for a backbone).
+"""
+
+import numpy as np
+
+from kbert.export.checks import ExportVerificationError
+
+DEFAULT_MIN_AGREEMENT = 0.99
+AGREEMENT_TEXTS = 1000
+BATCH_SIZE = 32
+
+
+def prediction_agreement(spec, got, want, features):
+    """`(agreement, kind)`: share of equal predictions (`kind="argmax"`),
+    mean cosine similarity (`"cosine"`), or `(None, None)` for regression.
+
+    Example:
+    >>> prediction_agreement(spec, onnx_outputs, keras_outputs, features)
+    (0.994, 'argmax')
+    """
+    scores, kind = _scores(spec, got, want, features)
+    return (None, None) if scores is None else (float(np.mean(scores)), kind)
+
+
+def _scores(spec, got, want, features):
+    """`(per-prediction scores, kind)`: 1.0/0.0 per prediction, or cosines."""
+    if spec.task in ("text_embedder", "backbone"):
+        name = "embeddings" if spec.task == "text_embedder" else "pooled_output"
+        a, b = np.asarray(got[name], "float64"), np.asarray(want[name], "float64")
+        norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+        return np.sum(a * b, -1) / np.maximum(norms, 1e-12), "cosine"
+    if spec.task == "question_answerer":
+        real = np.asarray(features["padding_mask"]) > 0
+        same = [
+            _argmax(got[name], real) == _argmax(want[name], real)
+            for name in ("start_logits", "end_logits")
+        ]
+        return np.concatenate(same).astype("float64"), "argmax"
+    if spec.task == "classifier" and "probabilities" not in spec.output_names:
+        return None, None  # regression
+    logits_got, logits_want = np.asarray(got["logits"]), np.asarray(want["logits"])
+    if spec.task == "classifier" and _multi_label(want):
+        same = np.all((logits_got > 0) == (logits_want > 0), axis=-1)
+        return same.astype("float64"), "argmax"
+    same = np.argmax(logits_got, -1) == np.argmax(logits_want, -1)
+    if spec.task == "token_classifier":
+        same = same[np.asarray(features["padding_mask"]) > 0]
+    return same.reshape(-1).astype("float64"), "argmax"
+
+
+def _argmax(logits, real):
+    return np.argmax(np.where(real, np.asarray(logits), -np.inf), axis=-1)
+
+
+def _multi_label(want):
+    """Sigmoid heads: probabilities do not sum to one."""
+    probabilities = np.asarray(want.get("probabilities", [[1.0]]))
+    return not np.allclose(np.sum(probabilities, -1), 1.0, atol=1e-3)
+
+
+def length_batches(features, batch_size=BATCH_SIZE):
+    """`(rows, batch)` pairs: rows sorted by real length, each batch cut to
+    its longest row (dynamic padding, as users of a runtime batch texts).
+
+    Example:
+    >>> [len(rows) for rows, _ in length_batches(features, 32)][:2]
+    [32, 32]
+    """
+    mask = np.asarray(features["padding_mask"])
+    lengths = np.sum(mask, axis=-1).reshape(len(mask), -1).max(axis=-1)
+    order = np.argsort(lengths, kind="stable")
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        longest = max(2, int(lengths[rows].max()))
+        batch = {}
+        for name, value in features.items():
+            value = np.asarray(value)[rows]
+            batch[name] = value if name == "mask_positions" else value[..., :longest]
+        if "mask_positions" in batch:
+            batch["mask_positions"] = np.minimum(batch["mask_positions"], longest - 1)
+        yield rows, batch
+
+
+def agreement_features(model, spec, count=AGREEMENT_TEXTS, preprocessor=None):
+    """`(features, description)`: `count` held-out reviews packed by the
+    model's preprocessor (or `preprocessor`), token inputs only.
+
+    Example:
+    >>> features, source = agreement_features(classifier, spec, 1000)
+    """
+    from kbert.export import sentences
+    from kbert.export.verification_data import texts_to_features
+
+    preprocessor = preprocessor or model.preprocessor
+    if preprocessor is None:
+        raise ValueError(
+            "Agreement is measured on real text: the model needs a preprocessor."
+        )
+    texts = sentences.verification_inputs(spec, count)
+    features, _ = texts_to_features(preprocessor, spec, texts)
+    if "mask_positions" in spec.token_inputs:
+        rows = len(features["token_ids"])
+        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (rows, 1))
+    features = {name: features[name] for name in spec.token_inputs}
+    first = next(iter(texts.values()))
+    distinct = len({str(text) for text in first})
+    return features, f"{distinct} real texts ({sentences.source()})"
+
+
+def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE):
+    """Runs `run(batch) -> outputs` and the Keras model on length-sorted
+    batches of `features`; returns `(agreement, kind, max_abs_diff)`.
+
+    Example:
+    >>> measure_agreement(classifier, spec, OnnxRunner("c.onnx"), features)
+    (0.994, 'argmax', {'logits': 0.21, 'probabilities': 0.05})
+    """
+    from kbert.export.checks import max_abs_diff, merge_diffs
+    from kbert.export.spec import keras_outputs
+
+    scores, kind, diffs = [], None, {}
+    for _, batch in length_batches(features, batch_size):
+        want = keras_outputs(model, spec, batch)
+        got = run(batch)
+        diffs = merge_diffs(diffs, max_abs_diff(got, want, "The quantized artifact"))
+        batch_scores, kind = _scores(spec, got, want, batch)
+        if batch_scores is not None:
+            scores.append(batch_scores)
+    value = float(np.mean(np.concatenate(scores))) if scores else None
+    return value, kind, diffs
+
+
+def check_agreement(value, min_agreement, texts, context):
+    """Raises `ExportVerificationError` when `value < min_agreement`.
+
+    The message names the measured agreement, the texts and how to change
+    the threshold (the exporters' `min_agreement=`, `--min-agreement` of
+    `kbert export`).
+
+    Example:
+    >>> check_agreement(0.995, 0.99, "1000 real texts", "ONNX dynamic_int8")
+    """
+    if value is None or min_agreement is None:
+        return
+    if not value >= min_agreement:
+        accept = max(0.0, np.floor(value * 100) / 100)
+        raise ExportVerificationError(
+            f"{context}: its predictions agree with the Keras model's on "
+            f"{value:.4f} of {texts}, below the minimum agreement {min_agreement:g}. "
+            f"The artifact is not written. To accept what was measured, pass "
+            f"min_agreement={accept:.2f} (kbert export: --min-agreement {accept:.2f}); "
+            "or choose another quantization."
+        )

@@ -1,0 +1,354 @@
+"""Quantized ONNX files for BERT, made with `onnxruntime.quantization`.
+
+`kbert.export.onnx(model, path, quantization=...)` exports float32, checks
+it against the Keras model within 1e-4, then quantizes that file with one of
+these recipes and verifies the result by prediction agreement on real text
+(`kbert.export.agreement`):
+
+- `"dynamic_int8"` (recommended): int8 weights per output channel, uint8
+  activations quantized at run time (`quantize_dynamic`, onnxruntime's
+  `MatMulInteger`), dense layers (MatMul) only: embeddings (Gather),
+  LayerNorm, softmax, the attention products and the task head stay
+  float32. Activation channels that are outliers on real text (see
+  `onnx_outliers`) bypass the int8 product in float32.
+- `"int8"`: static int8 activations too, ranges calibrated on real text
+  (`quantize_static`, QDQ, percentile calibration, after `quant_pre_process`),
+  with the same outlier channels in float32. Measured below the default
+  agreement on MiniLM: refused unless `min_agreement=` accepts it.
+- `"float16"`: float16 weights and compute (`onnxruntime.transformers.float16`),
+  float32 inputs and outputs; half the file.
+
+`QuantizationRecipe` spells each out; `benchmarks/onnx_quantization.py`
+measures these and the alternatives (per-tensor weights, reduce_range,
+MinMax/entropy calibration, QOperator, MatMulNBits) it was chosen from.
+"""
+
+import dataclasses
+import os
+import tempfile
+
+import numpy as np
+
+QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
+CALIBRATION_TEXTS = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class QuantizationRecipe:
+    """How one ONNX file is quantized (every field is an onnxruntime option).
+
+    Attributes:
+        method: `"dynamic"` (`quantize_dynamic`), `"static"`
+            (`quantize_static`), `"blockwise"` (`MatMulNBitsQuantizer`, 8-bit
+            blocks, int8 compute) or `"float16"`.
+        op_types: operator types to quantize (None: onnxruntime's default).
+        per_channel: one weight scale per output channel (else per tensor).
+        reduce_range: 7-bit weights (for CPUs without VNNI).
+        outlier_ratio: activation channels above `outlier_ratio` x the
+            median channel's max stay float32 (None: off).
+        max_outlier_channels: at most this many per tensor.
+        float_head: the task head (last dense layer) stays float32.
+        calibration: static only: `"minmax"`, `"percentile"` or `"entropy"`.
+        quant_format: static only: `"qdq"` or `"qoperator"`.
+        preprocess: static only: run `quant_pre_process` first.
+        block_size: blockwise only.
+    """
+
+    method: str
+    op_types: tuple | None = ("MatMul",)
+    per_channel: bool = True
+    reduce_range: bool = False
+    outlier_ratio: float | None = 3.0
+    max_outlier_channels: int = 32
+    float_head: bool = True
+    calibration: str = "percentile"
+    quant_format: str = "qdq"
+    preprocess: bool = True
+    block_size: int = 32
+
+    def describe(self):
+        """The fields that apply to this method, for the export record."""
+        fields = {"method": self.method}
+        if self.method in ("dynamic", "static"):
+            fields.update(
+                op_types=list(self.op_types) if self.op_types else "onnxruntime default",
+                per_channel=self.per_channel,
+                reduce_range=self.reduce_range,
+                outlier_ratio=self.outlier_ratio,
+                max_outlier_channels=self.max_outlier_channels,
+                float_head=self.float_head,
+            )
+        if self.method == "static":
+            fields.update(
+                calibration=self.calibration,
+                quant_format=self.quant_format,
+                preprocess=self.preprocess,
+            )
+        if self.method == "blockwise":
+            fields.update(block_size=self.block_size, bits=8, accuracy_level=4)
+        return fields
+
+    @property
+    def needs_calibration(self):
+        return self.method == "static" or (
+            self.method == "dynamic" and self.outlier_ratio is not None
+        )
+
+
+RECIPES = {
+    "dynamic_int8": QuantizationRecipe("dynamic"),
+    "int8": QuantizationRecipe("static"),
+    "float16": QuantizationRecipe("float16"),
+}
+
+
+def recipe_for(quantization):
+    """The `QuantizationRecipe` of a quantization name (or a recipe itself).
+
+    Example:
+    >>> recipe_for("dynamic_int8").per_channel
+    True
+    """
+    if isinstance(quantization, QuantizationRecipe):
+        return quantization
+    if quantization not in RECIPES:
+        raise ValueError(
+            f"quantization must be one of {QUANTIZATIONS}; got {quantization!r}."
+        )
+    return RECIPES[quantization]
+
+
+def calibration_feeds(model, spec, count=CALIBRATION_TEXTS, texts=None):
+    """Real training reviews packed by the model's preprocessor, one text per
+    feed at its own length (no padding in the statistics).
+
+    Example:
+    >>> len(calibration_feeds(classifier, spec, 64))
+    64
+    """
+    from kbert.export import sentences
+    from kbert.export.verification_data import texts_to_features
+
+    if model.preprocessor is None:
+        raise ValueError(
+            "Quantization calibrates on real text: the model needs a preprocessor."
+        )
+    texts = list(texts or sentences.representative_texts(count))
+    inputs = {spec.text_inputs[0]: texts}
+    if len(spec.text_inputs) == 2 and spec.task != "multiple_choice":
+        inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
+    elif spec.task == "multiple_choice":
+        inputs = sentences.verification_inputs(spec, min(count, len(texts)))
+    features, _ = texts_to_features(model.preprocessor, spec, inputs)
+    if "mask_positions" in spec.token_inputs:
+        rows = len(features["token_ids"])
+        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (rows, 1))
+    mask = np.asarray(features["padding_mask"])
+    lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(-1).max(-1)
+    feeds = []
+    for row, length in enumerate(lengths):
+        feed = {}
+        for name in spec.token_inputs:
+            value = np.asarray(features[name][row : row + 1])
+            feed[name] = value if name == "mask_positions" else value[..., : max(2, length)]
+        if "mask_positions" in feed:
+            feed["mask_positions"] = np.minimum(feed["mask_positions"], max(2, length) - 1)
+        feeds.append(feed)
+    return feeds
+
+
+def quantize_onnx(float_path, path, recipe, feeds=None):
+    """Writes the quantized model of the float32 file `float_path` to `path`.
+
+    Args:
+        float_path: a verified float32 ONNX file.
+        path: where to write the quantized file.
+        recipe: a quantization name or `QuantizationRecipe`.
+        feeds: calibration inputs (`calibration_feeds`), needed when
+            `recipe.needs_calibration`.
+
+    Returns:
+        What was done: the recipe's fields plus the outlier channels kept
+        float32 and the number of MatMuls quantized.
+
+    Example:
+    >>> quantize_onnx("classifier.onnx", "classifier_int8.onnx", "dynamic_int8",
+    ...               calibration_feeds(classifier, spec))
+    """
+    import onnx
+
+    recipe = recipe_for(recipe)
+    summary = recipe.describe()
+    if recipe.needs_calibration and not feeds:
+        raise ValueError(f"The {recipe.method} recipe calibrates on real text: pass feeds.")
+    proto = onnx.load(os.fspath(float_path))
+    if recipe.method == "float16":
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+
+        onnx.save(convert_float_to_float16(proto, keep_io_types=True), os.fspath(path))
+        return summary
+    if recipe.method == "blockwise":
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+        quantizer = MatMulNBitsQuantizer(
+            proto, bits=8, block_size=recipe.block_size, accuracy_level=4, is_symmetric=True
+        )
+        quantizer.process()
+        quantizer.model.save_model_to_file(os.fspath(path))
+        return summary
+    from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels
+
+    keep_float = head_matmuls(proto) if recipe.float_head else []
+    outliers = {}
+    if recipe.outlier_ratio is not None:
+        split, outliers = split_outlier_channels(
+            proto, feeds, recipe.outlier_ratio, recipe.max_outlier_channels, keep_float
+        )
+        keep_float = keep_float + split
+    summary["outlier_channels"] = {
+        "tensors": len(outliers),
+        "channels": int(sum(outliers.values())),
+    }
+    summary["float_matmuls"] = len(keep_float)
+    with tempfile.TemporaryDirectory(prefix="kbert-quantize-") as work:
+        source = os.path.join(work, "float.onnx")
+        onnx.save(proto, source)
+        if recipe.method == "dynamic":
+            _dynamic(source, path, recipe, keep_float)
+        elif recipe.method == "static":
+            _static(source, path, recipe, keep_float, feeds, work)
+        else:
+            raise ValueError(f"Unknown quantization method {recipe.method!r}.")
+    return summary
+
+
+def _dynamic(source, path, recipe, keep_float):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        source,
+        os.fspath(path),
+        op_types_to_quantize=list(recipe.op_types) if recipe.op_types else None,
+        per_channel=recipe.per_channel,
+        reduce_range=recipe.reduce_range,
+        weight_type=QuantType.QInt8,
+        nodes_to_exclude=list(keep_float),
+    )
+
+
+def _static(source, path, recipe, keep_float, feeds, work):
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    if recipe.preprocess:
+        prepared = os.path.join(work, "prepared.onnx")
+        # onnxruntime's symbolic shape inference fails on these graphs'
+        # dynamic reshapes; ONNX's own shape inference and the graph
+        # optimizations still run.
+        quant_pre_process(source, prepared, skip_symbolic_shape=True)
+        source = prepared
+
+    class Feeds(CalibrationDataReader):
+        def __init__(self, batches):
+            self.batches = iter(batches)
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    methods = {
+        "minmax": CalibrationMethod.MinMax,
+        "percentile": CalibrationMethod.Percentile,
+        "entropy": CalibrationMethod.Entropy,
+    }
+    formats = {"qdq": QuantFormat.QDQ, "qoperator": QuantFormat.QOperator}
+    quantize_static(
+        source,
+        os.fspath(path),
+        Feeds(_same_shape(feeds)),
+        quant_format=formats[recipe.quant_format],
+        op_types_to_quantize=list(recipe.op_types) if recipe.op_types else None,
+        per_channel=recipe.per_channel,
+        reduce_range=recipe.reduce_range,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        nodes_to_exclude=list(keep_float),
+        calibrate_method=methods[recipe.calibration],
+        extra_options={"CalibPercentile": 99.999},
+    )
+
+
+def _same_shape(feeds, batch_size=8):
+    """Batches of feeds padded to one length: onnxruntime's histogram
+    calibrators (percentile, entropy) need every batch in the same shape."""
+    longest = max(f["token_ids"].shape[-1] for f in feeds)
+    padded = []
+    for feed in feeds:
+        row = {}
+        for name, value in feed.items():
+            if name == "mask_positions":
+                row[name] = value
+            else:
+                widths = [(0, 0)] * (value.ndim - 1) + [(0, longest - value.shape[-1])]
+                row[name] = np.pad(value, widths)
+        padded.append(row)
+    batches = []
+    for start in range(0, len(padded) - batch_size + 1, batch_size):
+        rows = padded[start : start + batch_size]
+        batches.append({k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
+    return batches or [{k: np.concatenate([r[k] for r in padded]) for k in padded[0]}]
+
+
+def quantize_and_verify(model, spec, path, quantization, min_agreement):
+    """Quantizes the verified float32 file at `path` in place, checks its
+    predictions against the Keras model on real text, and returns
+    `(proto, summary)`; raises `ExportVerificationError` below `min_agreement`.
+
+    Example:
+    >>> proto, summary = quantize_and_verify(
+    ...     classifier, spec, "c.onnx", "dynamic_int8", 0.99)
+    >>> summary["agreement"]["value"] >= 0.99
+    True
+    """
+    import onnx
+
+    from kbert.export import agreement
+    from kbert.export.runtimes import OnnxRunner
+
+    recipe = recipe_for(quantization)
+    feeds = calibration_feeds(model, spec) if recipe.needs_calibration else None
+    quantized = f"{path}.{quantization}"
+    try:
+        summary = quantize_onnx(path, quantized, recipe, feeds)
+        if feeds:
+            summary["calibration"] = f"{len(feeds)} real texts (Rotten Tomatoes training)"
+        features, texts = agreement.agreement_features(model, spec)
+        value, kind, diffs = agreement.measure_agreement(
+            model, spec, OnnxRunner(quantized), features
+        )
+        agreement.check_agreement(
+            value,
+            min_agreement,
+            texts,
+            f"ONNX quantization={quantization!r} on onnxruntime",
+        )
+        os.replace(quantized, path)
+    finally:
+        if os.path.exists(quantized):
+            os.remove(quantized)
+    import onnxruntime
+
+    summary["agreement"] = {
+        "value": value,
+        "kind": kind,
+        "texts": texts,
+        "min_agreement": min_agreement,
+        "runtime": f"onnxruntime {onnxruntime.__version__} (CPU)",
+        "max_abs_diff": diffs,
+    }
+    return onnx.load(path), summary
