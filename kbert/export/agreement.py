@@ -29,7 +29,7 @@ AGREEMENT_TEXTS = 1000
 BATCH_SIZE = 32
 
 
-def prediction_agreement(spec, got, want, features):
+def prediction_agreement(spec, got, want, features, multi_label=False):
     """`(agreement, kind)`: share of equal predictions (`kind="argmax"`),
     mean cosine similarity (`"cosine"`), or `(None, None)` for regression.
 
@@ -37,12 +37,19 @@ def prediction_agreement(spec, got, want, features):
     >>> prediction_agreement(spec, onnx_outputs, keras_outputs, features)
     (0.994, 'argmax')
     """
-    scores, kind = _scores(spec, got, want, features)
+    scores, kind = prediction_scores(spec, got, want, features, multi_label)
     return (None, None) if scores is None else (float(np.mean(scores)), kind)
 
 
-def _scores(spec, got, want, features):
-    """`(per-prediction scores, kind)`: 1.0/0.0 per prediction, or cosines."""
+def prediction_scores(spec, got, want, features, multi_label=False):
+    """`(per-prediction scores, kind)`: 1.0/0.0 per prediction, or cosines;
+    `(None, None)` for regression. `multi_label`: a sigmoid classifier
+    (`problem_type="multi_label"`), compared label by label.
+
+    Example:
+    >>> prediction_scores(spec, got, want, features)[0].shape
+    (32,)
+    """
     if spec.task in ("text_embedder", "backbone"):
         name = "embeddings" if spec.task == "text_embedder" else "pooled_output"
         a, b = np.asarray(got[name], "float64"), np.asarray(want[name], "float64")
@@ -57,9 +64,12 @@ def _scores(spec, got, want, features):
         return np.concatenate(same).astype("float64"), "argmax"
     if spec.task == "classifier" and "probabilities" not in spec.output_names:
         return None, None  # regression
-    logits_got, logits_want = np.asarray(got["logits"]), np.asarray(want["logits"])
-    if spec.task == "classifier" and _multi_label(want):
-        same = np.all((logits_got > 0) == (logits_want > 0), axis=-1)
+    # MediaPipe's classifier gives probabilities only: same argmax.
+    name = "logits" if "logits" in got else "probabilities"
+    logits_got, logits_want = np.asarray(got[name]), np.asarray(want[name])
+    if multi_label:
+        threshold = 0.0 if name == "logits" else 0.5
+        same = np.all((logits_got > threshold) == (logits_want > threshold), axis=-1)
         return same.astype("float64"), "argmax"
     same = np.argmax(logits_got, -1) == np.argmax(logits_want, -1)
     if spec.task == "token_classifier":
@@ -71,15 +81,10 @@ def _argmax(logits, real):
     return np.argmax(np.where(real, np.asarray(logits), -np.inf), axis=-1)
 
 
-def _multi_label(want):
-    """Sigmoid heads: probabilities do not sum to one."""
-    probabilities = np.asarray(want.get("probabilities", [[1.0]]))
-    return not np.allclose(np.sum(probabilities, -1), 1.0, atol=1e-3)
-
-
-def length_batches(features, batch_size=BATCH_SIZE):
+def length_batches(features, batch_size=BATCH_SIZE, cut=True):
     """`(rows, batch)` pairs: rows sorted by real length, each batch cut to
-    its longest row (dynamic padding, as users of a runtime batch texts).
+    its longest row (dynamic padding, as users of a runtime batch texts;
+    `cut=False` keeps the full length, for files with a static one).
 
     Example:
     >>> [len(rows) for rows, _ in length_batches(features, 32)][:2]
@@ -94,7 +99,8 @@ def length_batches(features, batch_size=BATCH_SIZE):
         batch = {}
         for name, value in features.items():
             value = np.asarray(value)[rows]
-            batch[name] = value if name == "mask_positions" else value[..., :longest]
+            keep = name == "mask_positions" or not cut
+            batch[name] = value if keep else value[..., :longest]
         if "mask_positions" in batch:
             batch["mask_positions"] = np.minimum(batch["mask_positions"], longest - 1)
         yield rows, batch
@@ -126,23 +132,32 @@ def agreement_features(model, spec, count=AGREEMENT_TEXTS, preprocessor=None):
     return features, f"{distinct} real texts ({sentences.source()})"
 
 
-def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE):
-    """Runs `run(batch) -> outputs` and the Keras model on length-sorted
-    batches of `features`; returns `(agreement, kind, max_abs_diff)`.
+def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE, cut=True):
+    """Runs the artifact and the Keras model on length-sorted batches of
+    `features`; returns `(agreement, kind, max_abs_diff)`.
+
+    `run(batch, rows)` runs the artifact on one batch (`rows`: their indices
+    in `features`, e.g. to look up texts) and returns `(outputs, used)`:
+    `used` is the token inputs the artifact's outputs correspond to (the
+    batch, or the batch padded to a file's static length). Keras runs on
+    `used`.
 
     Example:
-    >>> measure_agreement(classifier, spec, OnnxRunner("c.onnx"), features)
+    >>> runner = OnnxRunner("c.onnx")
+    >>> measure_agreement(classifier, spec, lambda b, _: (runner(b), b), features)
     (0.994, 'argmax', {'logits': 0.21, 'probabilities': 0.05})
     """
     from kbert.export.checks import max_abs_diff, merge_diffs
     from kbert.export.spec import keras_outputs
 
+    multi_label = getattr(model, "problem_type", None) == "multi_label"
     scores, kind, diffs = [], None, {}
-    for _, batch in length_batches(features, batch_size):
-        want = keras_outputs(model, spec, batch)
-        got = run(batch)
+    for rows, batch in length_batches(features, batch_size, cut):
+        got, used = run(batch, rows)
+        want = keras_outputs(model, spec, used)
+        want = {name: value for name, value in want.items() if name in got}
         diffs = merge_diffs(diffs, max_abs_diff(got, want, "The quantized artifact"))
-        batch_scores, kind = _scores(spec, got, want, batch)
+        batch_scores, kind = prediction_scores(spec, got, want, used, multi_label)
         if batch_scores is not None:
             scores.append(batch_scores)
     value = float(np.mean(np.concatenate(scores))) if scores else None

@@ -328,8 +328,9 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
         if feeds:
             summary["calibration"] = f"{len(feeds)} real texts (Rotten Tomatoes training)"
         features, texts = agreement.agreement_features(model, spec)
+        runner = OnnxRunner(quantized)
         value, kind, diffs = agreement.measure_agreement(
-            model, spec, OnnxRunner(quantized), features
+            model, spec, lambda batch, _: (runner(batch), batch), features
         )
         agreement.check_agreement(
             value,

@@ -87,7 +87,7 @@ def verify(model, spec, path, options):
         summary.update(
             _verify_string(model, spec, runner, options, bound, relative, context)
         )
-        return summary
+        return _with_agreement(summary, model, spec, path, options)
     data = verification_data(model, spec)
     diffs = {}
     agreement = []
@@ -107,6 +107,17 @@ def verify(model, spec, path, options):
         summary["metadata"] = _check_metadata(path, spec)
         if spec.task == "classifier":
             summary["mediapipe"] = _verify_mediapipe(model, spec, path, bound, relative)
+    return _with_agreement(summary, model, spec, path, options)
+
+
+def _with_agreement(summary, model, spec, path, options):
+    """A quantized file must also predict as Keras does on real text."""
+    from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
+    from kbert.export.tflite_agreement import tflite_agreement
+
+    if options["quantization"] and model.preprocessor is not None:
+        minimum = options.get("min_agreement", DEFAULT_MIN_AGREEMENT)
+        summary["agreement"] = tflite_agreement(model, spec, path, options, minimum)
     return summary
 
 

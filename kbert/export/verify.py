@@ -151,11 +151,37 @@ def _run_tflite(path, record, model, spec, texts, features, repeats):
     return got, used, seconds, runtime
 
 
-def _run_onnx(path, features, repeats):
-    runner = runtimes.OnnxRunner(path)
+ONNX_RUNTIMES = ("onnxruntime", "openvino", "openvino_f32")
+
+
+def _run_onnx(path, features, repeats, runtime="onnxruntime"):
+    if runtime == "onnxruntime":
+        runner, name = runtimes.OnnxRunner(path), "onnxruntime (CPU)"
+    else:
+        from kbert.export.openvino_runtime import OpenVinoRunner
+
+        runner = OpenVinoRunner(
+            path, precision="f32" if runtime == "openvino_f32" else None
+        )
+        name = runner.describe() + (" forced" if runtime == "openvino_f32" else " default")
     got = runner(features)
     seconds = runtimes.median_seconds(lambda: runner(_row(features, 0)), repeats=repeats)
-    return got, features, seconds, "onnxruntime (CPU)"
+    return got, features, seconds, name
+
+
+def onnx_runtimes():
+    """The runtimes `kbert verify` runs an ONNX file on: onnxruntime, and
+    OpenVINO at its default precision and at float32 when it is installed.
+
+    Example:
+    >>> onnx_runtimes()
+    ('onnxruntime', 'openvino', 'openvino_f32')
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("openvino") is None:
+        return ONNX_RUNTIMES[:1]
+    return ONNX_RUNTIMES
 
 
 def _quality(spec, got, want, labels):
@@ -174,7 +200,7 @@ def _quality(spec, got, want, labels):
     return accuracy, float(np.mean(same))
 
 
-def verify(artifact, model=None, num_examples=200, repeats=20):
+def verify(artifact, model=None, num_examples=200, repeats=20, runtime="onnxruntime"):
     """Measures one artifact against the Keras model; returns a table row.
 
     Args:
@@ -184,6 +210,8 @@ def verify(artifact, model=None, num_examples=200, repeats=20):
             default: the source the artifact's export record names.
         num_examples: held-out reviews for accuracy.
         repeats: timed batch-1 calls for the latency.
+        runtime: for an ONNX file, `"onnxruntime"`, `"openvino"` (OpenVINO
+            at the precision it picks for this CPU) or `"openvino_f32"`.
 
     Returns:
         A dict with the `COLUMNS` keys (`None` where not applicable).
@@ -210,7 +238,9 @@ def verify(artifact, model=None, num_examples=200, repeats=20):
             artifact, record, model, spec, texts, features, repeats
         )
     else:
-        got, used, seconds, runtime = _run_onnx(artifact, features, repeats)
+        if runtime not in ONNX_RUNTIMES:
+            raise ValueError(f"runtime must be one of {ONNX_RUNTIMES}; got {runtime!r}.")
+        got, used, seconds, runtime = _run_onnx(artifact, features, repeats, runtime)
     want = keras_outputs(model, spec, used)
     from kbert.export.tflite_verification import MEDIAPIPE_OUTPUTS
 
@@ -221,6 +251,8 @@ def verify(artifact, model=None, num_examples=200, repeats=20):
     description = kind
     if kind == "tflite":
         description += f" {record.get('flavour')} {record.get('quantization') or 'float32'}"
+    elif kind == "onnx" and record.get("quantization"):
+        description += f" {record['quantization']}"
     return {
         "artifact": _artifact_name(artifact),
         "format": description,
