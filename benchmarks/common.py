@@ -77,3 +77,61 @@ def print_table(headers, rows):
     from kbert.finetuning.report import format_table
 
     print(format_table(headers, rows))
+
+
+def cpu_description():
+    """`lscpu`'s model name, core count and the flags that decide int8/bf16
+    speed (VNNI, BF16, AMX), for the top of a benchmark's output."""
+    fields = {}
+    try:
+        output = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        output = ""
+    for line in output.splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = value.strip()
+    flags = set(fields.get("Flags", "").split())
+    wanted = (
+        "avx2",
+        "avx512f",
+        "avx512_vnni",
+        "avx_vnni",
+        "avx512_bf16",
+        "amx_bf16",
+        "amx_int8",
+    )
+    present = [flag for flag in wanted if flag in flags]
+    absent = [flag for flag in wanted if flag not in flags]
+    return (
+        f"CPU: {fields.get('Model name', 'unknown')} ({fields.get('CPU(s)', '?')} CPUs; "
+        f"flags: {' '.join(present) or 'none'}; lacks: {' '.join(absent) or 'none'})"
+    )
+
+
+def finetune_demo_classifier(preset, train_examples=4000):
+    """Fine-tunes all-MiniLM-L6-v2 on Rotten Tomatoes as `examples/demo.py`
+    does (its recipe, one epoch) and saves a kbert preset; returns facts."""
+    import numpy as np
+
+    from kbert.finetuning.classifier_training import build_classifier, train_classifier
+    from kbert.finetuning.sentiment_demo import (
+        DEMO_RECIPE,
+        LABELS,
+        accuracy,
+        sentiment_splits,
+    )
+
+    splits = sentiment_splits(train_examples, seed=DEMO_RECIPE.seed)
+    model = build_classifier(
+        DEMO_RECIPE, num_classes=2, num_examples=train_examples, id2label=LABELS
+    )
+    _, _, seconds = train_classifier(model, DEMO_RECIPE, splits["train"], verbose=0)
+    texts, labels = splits["test"]
+    logits = model.predict(texts, batch_size=32, verbose=0)
+    model.save_to_preset(preset)
+    return {
+        "preset": preset,
+        "train_examples": train_examples,
+        "train_seconds": round(seconds, 1),
+        "test_accuracy": round(accuracy(logits, np.asarray(labels)), 4),
+    }

@@ -53,7 +53,7 @@ def add_export_parser(subparsers):
         type=float,
         default=DEFAULT_MIN_AGREEMENT,
         help="a quantized artifact must predict as the Keras model does on this share "
-        f"of 1,000 held-out reviews, or it is not written ({DEFAULT_MIN_AGREEMENT})",
+        f"of 500 held-out reviews, or it is not written ({DEFAULT_MIN_AGREEMENT})",
     )
     parser.add_argument("--sequence-length", type=int, help="TFLite static sequence length")
     parser.add_argument(

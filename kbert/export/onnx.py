@@ -47,7 +47,7 @@ def onnx(
     model's within 1e-4, or `ExportVerificationError` is raised and nothing
     is written. A quantized file is made from that verified float32 one
     (`kbert.export.onnx_quantization`) and must then predict as the Keras
-    model does on `min_agreement` of 1,000 held-out reviews.
+    model does on `min_agreement` of 500 held-out reviews.
 
     Args:
         model: a kbert task model or backbone.

@@ -81,7 +81,7 @@ def tflite(
     `"mediapipe"` flavour also through MediaPipe's `TextClassifier`) on real
     sentences and compared with the Keras model: float32 within 1e-4;
     quantized ones within a relative bound (`checks.QUANTIZED_RELATIVE_TOLERANCE`)
-    and with the same predictions on `min_agreement` of 1,000 held-out reviews
+    and with the same predictions on `min_agreement` of 500 held-out reviews
     (`kbert.export.agreement`). On a mismatch `ExportVerificationError` is
     raised and nothing is written.
 

@@ -11,6 +11,7 @@ import pytest
 from export_helpers import features, keras_outputs, tiny_model
 
 import kbert.export
+from kbert.export.onnx_axes import axis_names
 from kbert.export.record import read_record
 from kbert.export.sentences import verification_texts
 
@@ -28,9 +29,12 @@ def test_onnx_dynamic_axes_and_parity(tmp_path):
         "segment_ids",
         "padding_mask",
     ]
-    for graph_input in proto.graph.input:
-        dims = graph_input.type.tensor_type.shape.dim
-        assert dims[0].dim_param and dims[1].dim_param  # symbolic batch and sequence
+    # Named symbolic axes from every backend's exporter (tf2onnx's own names
+    # are unk__NNNN, one per input).
+    axes = axis_names(proto)
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        assert axes[name] == ["batch", "sequence"]
+    assert axes["logits"] == axes["probabilities"] == ["batch", 3]
 
     # A shape the exporter's own verification did not use: 3 x 11.
     texts = verification_texts(3, offset=40)
@@ -82,6 +86,8 @@ def test_onnx_question_answerer_outputs(tmp_path):
     kbert.export.onnx(model, path)
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     assert [o.name for o in session.get_outputs()] == ["start_logits", "end_logits"]
+    axes = axis_names(onnx.load(path))
+    assert axes["token_ids"] == axes["start_logits"] == ["batch", "sequence"]
     texts = verification_texts(2, offset=7)
     inputs = {
         k: np.asarray(v)

@@ -1,0 +1,154 @@
+"""Quantized ONNX: every flavour runs on onnxruntime, records the agreement it
+measured on real text, and is refused below `min_agreement`."""
+
+import os
+import shutil
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from export_helpers import keras_outputs, tiny_model
+
+import kbert.export
+from kbert.export import agreement
+from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels, weight_matmuls
+from kbert.export.onnx_quantization import calibration_feeds, quantize_and_verify
+from kbert.export.record import read_record
+from kbert.export.spec import export_spec
+
+
+@pytest.fixture(scope="module")
+def float_file(tmp_path_factory):
+    """A verified float32 ONNX file of a tiny three-class classifier."""
+    model = tiny_model(num_classes=3, hidden_dim=64)
+    path = str(tmp_path_factory.mktemp("quantization") / "float32.onnx")
+    kbert.export.onnx(model, path)
+    return model, path
+
+
+def _session(path):
+    return onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+
+
+def _agreement_by_hand(model, path):
+    """The documented measure, written out: held-out reviews sorted by
+    length, batches of 32 cut to their longest review, argmax vs Keras."""
+    spec = export_spec(model)
+    features, _ = agreement.agreement_features(model, spec)
+    lengths = features["padding_mask"].sum(-1)
+    order = np.argsort(lengths, kind="stable")
+    session, same = _session(path), []
+    for start in range(0, len(order), 32):
+        rows = order[start : start + 32]
+        batch = {k: v[rows, : max(2, lengths[rows].max())] for k, v in features.items()}
+        got = session.run(["logits"], batch)[0]
+        same.append(
+            np.argmax(got, -1) == np.argmax(keras_outputs(model, batch)["logits"], -1)
+        )
+    return float(np.mean(np.concatenate(same))), len(lengths)
+
+
+def _ops(path):
+    return {node.op_type for node in onnx.load(path).graph.node}
+
+
+@pytest.mark.parametrize(
+    "quantization, expected_ops",
+    [
+        ("dynamic_int8", {"MatMulInteger", "DynamicQuantizeLinear"}),
+        ("int8", {"QuantizeLinear", "DequantizeLinear"}),
+        ("float16", {"Cast"}),
+    ],
+)
+def test_each_quantization_runs_and_records_its_agreement(
+    float_file, tmp_path, monkeypatch, quantization, expected_ops
+):
+    monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 128)  # the plumbing, faster
+    model, float_path = float_file
+    path = str(tmp_path / f"{quantization}.onnx")
+    shutil.copy(float_path, path)
+    proto, summary = quantize_and_verify(model, export_spec(model), path, quantization, 0.0)
+
+    assert expected_ops <= _ops(path)
+    assert os.path.getsize(path) < os.path.getsize(float_path)
+    measured = summary["agreement"]
+    assert measured["texts"].startswith("128 real texts")
+    assert measured["kind"] == "argmax" and measured["min_agreement"] == 0.0
+    value, count = _agreement_by_hand(model, path)
+    assert count == 128
+    assert measured["value"] == pytest.approx(value, abs=1e-9)
+    assert value >= 0.8  # a tiny random model, but quantization must not scramble it
+    if quantization == "dynamic_int8":
+        # The head stays float32: its MatMul is untouched in the file.
+        head = head_matmuls(onnx.load(float_path))
+        assert len(head) == 1
+        assert head[0] in {n.name for n in proto.graph.node if n.op_type == "MatMul"}
+
+
+def test_outlier_channels_split_computes_the_same_function(float_file, tmp_path):
+    model, float_path = float_file
+    spec = export_spec(model)
+    proto = onnx.load(float_path)
+    dense = len(weight_matmuls(proto))
+    feeds = calibration_feeds(model, spec, 32)
+    # A low ratio so that the tiny model has "outliers" to split off.
+    float_nodes, outliers = split_outlier_channels(proto, feeds, ratio=1.5, max_channels=4)
+    assert outliers and len(float_nodes) >= len(outliers)
+    assert max(outliers.values()) <= 4
+    onnx.checker.check_model(proto, full_check=True)
+    path = str(tmp_path / "split.onnx")
+    onnx.save(proto, path)
+    assert len(weight_matmuls(onnx.load(path))) == dense + len(float_nodes)
+    row = {k: v[:, :20] for k, v in feeds[0].items()}
+    batch = {k: np.concatenate([f[k][:, :9] for f in feeds[:5]]) for k in feeds[0]}
+    for feed in (row, batch):
+        want = _session(float_path).run(None, feed)
+        got = _session(path).run(None, feed)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+
+
+def _near_ties(model):
+    """Moves the two-class decision boundary to the median review, so that
+    quantization noise flips some predictions."""
+    features, _ = agreement.agreement_features(model, export_spec(model))
+    logits = keras_outputs(model, features)["logits"]
+    bias = np.asarray(model.classifier.bias)
+    shift = float(np.median(logits[:, 1] - logits[:, 0]))
+    model.classifier.bias.assign(bias - np.array([0.0, shift], "float32"))
+
+
+def test_quantized_export_records_agreement_and_refuses_below_the_minimum(tmp_path):
+    model = tiny_model(num_classes=2)
+    _near_ties(model)
+    path = tmp_path / "classifier_int8.onnx"
+    record = kbert.export.onnx(
+        model, str(path), quantization="dynamic_int8", min_agreement=0.5
+    )
+    stored = read_record(str(path))
+    assert stored["quantization"] == "dynamic_int8"
+    measured = stored["quantized"]["agreement"]["value"]
+    assert measured == record["quantized"]["agreement"]["value"]
+    assert stored["quantized"]["agreement"]["texts"].startswith("500 real texts")
+    assert 0.5 <= measured < 1.0  # this model's near-tied reviews do flip
+    assert stored["quantized"]["outlier_channels"]["tensors"] >= 0
+    assert max(stored["verification"]["max_abs_diff"].values()) <= 1e-4  # float32 first
+    assert "MatMulInteger" in _ops(str(path))
+
+    refused = tmp_path / "refused" / "classifier_int8.onnx"
+    with pytest.raises(kbert.export.ExportVerificationError) as error:
+        kbert.export.onnx(
+            model, str(refused), quantization="dynamic_int8", min_agreement=measured + 1e-3
+        )
+    message = str(error.value)
+    assert f"{measured:.4f}" in message
+    assert "min_agreement=" in message and "--min-agreement" in message
+    assert not refused.exists() and os.listdir(refused.parent) == []
+
+
+def test_unknown_quantization_is_refused_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="quantization must be one of"):
+        kbert.export.onnx(
+            tiny_model(num_classes=2), str(tmp_path / "x.onnx"), quantization="int4"
+        )
