@@ -53,3 +53,16 @@ def keras_outputs(model, features):
 def features(model, texts, preprocessor=None):
     preprocessor = preprocessor or model.preprocessor
     return {k: np.asarray(v) for k, v in preprocessor.preprocess(texts).items()}
+
+
+def near_ties(model):
+    """Moves a two-class model's decision boundary to the median held-out
+    review, so that any quantization noise flips some predictions."""
+    from kbert.export.agreement import agreement_features
+    from kbert.export.spec import export_spec
+
+    features, _ = agreement_features(model, export_spec(model))
+    logits = keras_outputs(model, features)["logits"]
+    shift = float(np.median(logits[:, 1] - logits[:, 0]))
+    bias = np.asarray(keras.ops.convert_to_numpy(model.classifier.bias))
+    model.classifier.bias.assign(bias - np.array([0.0, shift], "float32"))

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
-from export_helpers import keras_outputs, tiny_model
+from export_helpers import keras_outputs, near_ties, tiny_model
 
 import kbert.export
 from kbert.export import agreement
@@ -109,19 +109,9 @@ def test_outlier_channels_split_computes_the_same_function(float_file, tmp_path)
             np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
 
 
-def _near_ties(model):
-    """Moves the two-class decision boundary to the median review, so that
-    quantization noise flips some predictions."""
-    features, _ = agreement.agreement_features(model, export_spec(model))
-    logits = keras_outputs(model, features)["logits"]
-    bias = np.asarray(model.classifier.bias)
-    shift = float(np.median(logits[:, 1] - logits[:, 0]))
-    model.classifier.bias.assign(bias - np.array([0.0, shift], "float32"))
-
-
 def test_quantized_export_records_agreement_and_refuses_below_the_minimum(tmp_path):
     model = tiny_model(num_classes=2)
-    _near_ties(model)
+    near_ties(model)
     path = tmp_path / "classifier_int8.onnx"
     record = kbert.export.onnx(
         model, str(path), quantization="dynamic_int8", min_agreement=0.5

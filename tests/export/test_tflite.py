@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 import tensorflow_text
 from ai_edge_litert import interpreter as litert
-from export_helpers import features, keras_outputs, preprocessor, tiny_model, vocabulary
+from export_helpers import (
+    features,
+    keras_outputs,
+    near_ties,
+    preprocessor,
+    tiny_model,
+    vocabulary,
+)
 
 import kbert.export
 from kbert.export.runtimes import tflite_custom_ops
@@ -148,7 +155,9 @@ def test_quantizations_shrink_the_file_and_stay_close(tmp_path):
     want = keras_outputs(model, row)["probabilities"]
     for quantization, size, bound in (("float16", 0.7, 2e-3), ("dynamic_int8", 0.5, 0.05)):
         path = str(tmp_path / f"{quantization}.tflite")
-        record = kbert.export.tflite(model, path, quantization=quantization)
+        record = kbert.export.tflite(
+            model, path, quantization=quantization, min_agreement=0.95
+        )
         assert os.path.getsize(path) < size * float32_bytes
         runner = _signature(path)
         got = np.concatenate(
@@ -159,6 +168,9 @@ def test_quantizations_shrink_the_file_and_stay_close(tmp_path):
         )
         assert np.max(np.abs(got - want)) <= bound
         assert record["verification"]["relative_tolerance"] is True
+        measured = record["verification"]["agreement"]
+        assert measured["texts"].startswith("500 real texts")
+        assert 0.95 <= measured["value"] <= 1.0
 
     # Full int8 (activations too) is far from float32 on transformers: refused
     # by default, kept only with an explicit tolerance, and recorded as such.
@@ -166,9 +178,26 @@ def test_quantizations_shrink_the_file_and_stay_close(tmp_path):
     with pytest.raises(kbert.export.ExportVerificationError, match="tolerance="):
         kbert.export.tflite(model, str(path), quantization="int8")
     assert not path.exists()
-    record = kbert.export.tflite(model, str(path), quantization="int8", tolerance=100.0)
+    record = kbert.export.tflite(
+        model, str(path), quantization="int8", tolerance=100.0, min_agreement=0.5
+    )
     assert os.path.getsize(path) < 0.5 * float32_bytes
     assert record["verification"]["tolerance"] == 100.0
+    assert record["verification"]["agreement"]["min_agreement"] == 0.5
+
+
+@on_tensorflow
+def test_full_int8_below_min_agreement_is_refused_with_the_reason(tmp_path):
+    model = tiny_model(num_classes=2, hidden_dim=64)
+    near_ties(model)
+    path = tmp_path / "int8.tflite"
+    with pytest.raises(kbert.export.ExportVerificationError) as error:
+        kbert.export.tflite(model, str(path), quantization="int8", tolerance=100.0)
+    message = str(error.value)
+    assert "below the minimum agreement 0.99" in message
+    assert "min_agreement=" in message and "--min-agreement" in message
+    assert "outlier channels" in message and "dynamic_int8" in message
+    assert not path.exists()
 
 
 @pytest.mark.skipif(
