@@ -7,9 +7,12 @@ import sys
 
 import keras
 import pytest
-from export_helpers import tiny_model
+from export_helpers import near_ties, tiny_model
 
+from kbert.export import ExportVerificationError
 from kbert.export.commands import add_export_parser, add_verify_parser
+from kbert.export.openvino_runtime import OpenVinoRunner, openvino_version
+from kbert.export.record import read_record
 
 
 def _parser():
@@ -39,14 +42,45 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
         ["verify", artifact, "--num-examples", "20", "--repeats", "2"]
     )
     assert args.func(args) == 0
-    table = capsys.readouterr().out.splitlines()[-4:]
-    header, _, keras_line, onnx_line = table
+    table = capsys.readouterr().out.splitlines()[-6:]
+    header, _, keras_line, onnx_line, openvino_line, openvino_f32_line = table
     assert header.split("|")[1].strip() == "artifact"
     assert "keras" in keras_line and "onnxruntime" in onnx_line
-    cells = [c.strip() for c in onnx_line.split("|")[1:-1]]
-    assert float(cells[4]) <= 1e-4  # max |diff|
-    assert 0.0 <= float(cells[5]) <= 1.0  # accuracy on 20 held-out reviews
-    assert float(cells[6]) >= 0.9  # agreement with Keras
+    precision = OpenVinoRunner(artifact).precision  # what OpenVINO picks on this CPU
+    assert f"OpenVINO {openvino_version()} CPU ({precision}) default" in openvino_line
+    assert "CPU (f32) forced" in openvino_f32_line
+    for line in (onnx_line, openvino_f32_line):
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert float(cells[4]) <= 1e-4  # max |diff|
+        assert 0.0 <= float(cells[5]) <= 1.0  # accuracy on 20 held-out reviews
+        assert float(cells[6]) >= 0.9  # agreement with Keras
+    cells = [c.strip() for c in openvino_line.split("|")[1:-1]]
+    assert float(cells[6]) >= 0.9
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the flags are backend-agnostic; quantization is tested per backend "
+    "in test_onnx_quantization",
+)
+def test_export_quantization_flags_reach_the_exporter(tmp_path, capsys):
+    model = tiny_model(num_classes=2)
+    near_ties(model)  # so that quantization flips some reviews
+    source = str(tmp_path / "classifier.keras")
+    model.save(source)
+    artifact = tmp_path / "classifier_int8.onnx"
+    command = ["export", source, "--format", "onnx", "-o", str(artifact)]
+    command += ["--quantization", "dynamic_int8"]
+    args = _parser().parse_args(command + ["--min-agreement", "1.0"])
+    with pytest.raises(ExportVerificationError, match="--min-agreement"):
+        args.func(args)
+    assert not artifact.exists()
+    args = _parser().parse_args(command + ["--min-agreement", "0.5"])
+    assert args.func(args) == 0
+    record = read_record(str(artifact))
+    assert record["quantization"] == "dynamic_int8"
+    assert record["quantized"]["agreement"]["min_agreement"] == 0.5
+    assert "Quantized:" in capsys.readouterr().out
 
 
 def test_export_parser_rejects_unknown_format():
@@ -58,7 +92,7 @@ def test_import_kbert_export_does_not_import_tensorflow():
     code = (
         "import sys, kbert, kbert.export; "
         "print(sorted(m for m in ('tensorflow', 'onnx', 'onnxruntime', 'torch', "
-        "'tf2onnx', 'mediapipe') if m in sys.modules))"
+        "'tf2onnx', 'mediapipe', 'openvino') if m in sys.modules))"
     )
     backend = "jax" if keras.backend.backend() == "tensorflow" else keras.backend.backend()
     result = subprocess.run(

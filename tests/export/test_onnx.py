@@ -7,11 +7,13 @@ import keras
 import numpy as np
 import onnx
 import onnxruntime
+import openvino
 import pytest
 from export_helpers import features, keras_outputs, tiny_model
 
 import kbert.export
 from kbert.export.onnx_axes import axis_names
+from kbert.export.openvino_runtime import OpenVinoRunner
 from kbert.export.record import read_record
 from kbert.export.sentences import verification_texts
 
@@ -47,6 +49,18 @@ def test_onnx_dynamic_axes_and_parity(tmp_path):
     for name in want:
         np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
     assert np.ptp(want["logits"][:, 0]) > 1e-3  # outputs differ between texts
+
+    # OpenVINO runs the same file: float32 forced matches Keras like
+    # onnxruntime; its default precision is the one the CPU plugin reports.
+    forced = OpenVinoRunner(path, precision="f32")
+    assert forced.precision == "f32"
+    for name, value in forced(inputs).items():
+        np.testing.assert_allclose(value, want[name], atol=1e-4, rtol=0)
+    default = OpenVinoRunner(path)
+    plugin = openvino.Core().get_property("CPU", "INFERENCE_PRECISION_HINT")
+    assert default.precision == plugin.get_type_name()
+    got = default(inputs)
+    assert np.mean(np.argmax(got["logits"], -1) == np.argmax(want["logits"], -1)) >= 2 / 3
 
     assert record["backend"] == keras.backend.backend()
     assert read_record(path)["labels"] == ["neg", "neutral", "pos"]
