@@ -1,34 +1,43 @@
-"""One classifier on every runtime kbert exports to: latency and throughput.
+"""One classifier on every runtime kbert exports to: strings -> predictions.
 
-The model: `all_minilm_l6_v2` (MiniLM-L6: 6 layers, hidden 384, 12 heads)
-with a two-class head fitted (logistic regression on the pooled output of
-1,500 Rotten Tomatoes training reviews), so that accuracy means something.
-It is saved as a kbert preset, exported with `kbert.export` to a SavedModel,
-every TFLite flavour and quantization, and ONNX from each backend, and each
-artifact is measured against Keras with `kbert verify`.
+The model: the demo's classifier (all-MiniLM-L6-v2 fine-tuned on Rotten
+Tomatoes with `examples/demo.py`'s recipe, one epoch on JAX; cached in the
+work directory). It is exported with `kbert.export` to a SavedModel, every
+TFLite flavour and quantization, ONNX from each backend and ONNX
+`dynamic_int8`, and each artifact is measured against Keras with
+`kbert verify` (ONNX files on onnxruntime and OpenVINO).
 
-Then, each in its own process, on the same real reviews packed to 128
-tokens: latency (batch 1, ms) and throughput (batch 32, sequences/s) of
-Keras on TensorFlow (XLA), JAX (jit) and torch (eager), TF SavedModel
-(`tf.saved_model.load`), each TFLite file (`ai_edge_litert`, MediaPipe's
-`TextClassifier` for the MediaPipe flavour), ONNX Runtime, and HF
-`transformers` `BertForSequenceClassification` (torch eager) loaded from
-`kbert.save_hf` of the same model. Ratios are against HF transformers.
+Then, in one process, each system classifies the 1,281 held-out test
+reviews, strings in, predicted classes out, as its users run it:
 
-    python benchmarks/runtimes.py                    # everything (~15 min on 2 cores)
-    python benchmarks/runtimes.py --skip-export      # re-time existing artifacts
+- Keras: `model.predict(texts, batch_size=32)` (kbert's own raw-string path);
+- onnxruntime (float32, dynamic_int8) and OpenVINO (its default precision,
+  float32 forced, and the dynamic_int8 file): Hugging Face `tokenizers` with
+  the model's vocabulary, reviews sorted by token length, batches of 32
+  padded to the batch's longest review;
+- LiteRT `token_ids` files (batch 1, dynamic length, as apps run them): the
+  same tokenizer, one review at a time at its own length;
+- LiteRT `string` files and the SavedModel's text signature: the texts in
+  batches of 32 (same order), the tokenizer inside the artifact.
+
+Every runtime gets 2 threads where it has the setting. Systems run in turn
+(rotating order) for `--rounds` rounds after a warm-up pass; the table gives
+each one's median, its speed relative to Keras `predict` and its argmax
+agreement with it. Ratios are from one run on the CPU printed at the top.
+
+    python benchmarks/runtimes.py --workdir /tmp/kbert-runtimes        # ~1 hour on 2 cores
+    python benchmarks/runtimes.py --workdir /tmp/kbert-runtimes --skip-export
 """
 
 import argparse
 import json
 import os
+import time
 
-from common import keras_forward, print_table, run_worker, time_call
+from common import cpu_description, finetune_demo_classifier, print_table, run_worker
 
-SEQUENCE_LENGTH = 128
-THROUGHPUT_BATCH = 32
-TRAIN_EXAMPLES = 1500
-LABELS = {0: "rotten", 1: "fresh"}
+BATCH = 32
+THREADS = 2
 TFLITE = [
     ("string", None),
     ("string", "dynamic_int8"),
@@ -49,58 +58,15 @@ def artifact_paths(workdir):
         paths[f"tflite {name}"] = os.path.join(workdir, f"classifier_{name}.tflite")
     for backend in BACKENDS:
         paths[f"onnx {backend}"] = os.path.join(workdir, f"classifier_{backend}.onnx")
+    paths["onnx dynamic_int8"] = os.path.join(workdir, "classifier_torch_dynamic_int8.onnx")
     return paths
-
-
-def reviews(count, offset=0):
-    from kbert.export.sentences import verification_texts
-
-    return verification_texts(count, offset)
 
 
 # --- workers (one process each) ------------------------------------------------
 
 
-def prepare(workdir):
-    """Builds the MiniLM classifier preset with a fitted head (TensorFlow)."""
-    import numpy as np
-
-    from kbert.data import rotten_tomatoes_split
-    from kbert.models.classifier import BertClassifier
-
-    preset = os.path.join(workdir, "classifier")
-    if os.path.isdir(preset):
-        return {"preset": preset, "cached": True}
-    model = BertClassifier.from_preset("all_minilm_l6_v2", num_classes=2, id2label=LABELS)
-    texts, labels = rotten_tomatoes_split(seed=0)["train"]
-    texts, labels = texts[:TRAIN_EXAMPLES], np.array(labels[:TRAIN_EXAMPLES])
-    pooled = []
-    for start in range(0, len(texts), 64):
-        features = model.preprocessor(texts[start : start + 64])
-        outputs = model.backbone(features, training=False)
-        pooled.append(np.asarray(outputs["pooled_output"]))
-    x = np.concatenate(pooled)
-    mean, std = x.mean(0), x.std(0) + 1e-6
-    z = (x - mean) / std
-    weights, bias = np.zeros(x.shape[1]), 0.0
-    for _ in range(500):  # logistic regression, L2 0.01, gradient descent
-        p = 1 / (1 + np.exp(-(z @ weights + bias)))
-        weights -= 0.5 * (z.T @ (p - labels) / len(z) + 0.01 * weights)
-        bias -= 0.5 * float(np.mean(p - labels))
-    train_accuracy = float(np.mean(((z @ weights + bias) > 0) == labels))
-    # Two logits whose difference is the fitted score, folding in the scaling.
-    kernel = np.zeros((x.shape[1], 2), "float32")
-    kernel[:, 1] = weights / std
-    model.classifier.kernel.assign(kernel)
-    model.classifier.bias.assign(
-        np.array([0.0, bias - float(weights @ (mean / std))], "float32")
-    )
-    model.save_to_preset(preset)
-    return {"preset": preset, "train_accuracy": train_accuracy}
-
-
 def export_all(workdir, backend):
-    """Exports every artifact this backend makes (TF: all but torch/JAX ONNX)."""
+    """Exports every artifact this backend makes (TF: SavedModel and TFLite)."""
     import kbert.export as export
     from kbert.export.model_source import load_model
 
@@ -117,121 +83,193 @@ def export_all(workdir, backend):
             if os.path.exists(paths[key]):
                 continue
             options = dict(flavour=flavour, quantization=quantization, source=preset)
-            if flavour == "token_ids":
-                # Dynamic batch at the benchmark's static length.
-                options.update(batch_size=None, sequence_length=SEQUENCE_LENGTH)
             if quantization == "int8":
-                # Full int8 is far from float32 on MiniLM (see checks.py):
-                # accept it knowingly, so that `kbert verify` can show how far.
-                options.update(tolerance=3.0)
-            export.tflite(model, paths[key], **options)
-            done[key] = "ok"
-    export.onnx(model, paths[f"onnx {backend}"], source=preset)
-    done[f"onnx {backend}"] = "ok"
+                # Full int8 is far from float32 on MiniLM: accept it knowingly,
+                # so that `kbert verify` can show how far.
+                options.update(tolerance=3.0, min_agreement=0.0)
+            record = export.tflite(model, paths[key], **options)
+            done[key] = record["verification"].get("agreement", {}).get("value")
+    key = f"onnx {backend}"
+    if not os.path.exists(paths[key]):
+        export.onnx(model, paths[key], source=preset)
+    if backend == "torch" and not os.path.exists(paths["onnx dynamic_int8"]):
+        record = export.onnx(
+            model, paths["onnx dynamic_int8"], source=preset, quantization="dynamic_int8"
+        )
+        done["onnx dynamic_int8"] = record["quantized"]["agreement"]["value"]
     return done
 
 
 def verify_all(workdir):
     from kbert.export.model_source import load_model
-    from kbert.export.verify import format_table, keras_row, verify
+    from kbert.export.record import artifact_format
+    from kbert.export.verify import format_table, keras_row, onnx_runtimes, verify
 
     model = load_model(os.path.join(workdir, "classifier"))
     rows = [keras_row(model, num_examples=200, repeats=5)]
     for path in artifact_paths(workdir).values():
-        rows.append(verify(path, model, num_examples=200, repeats=5))
+        runtimes = onnx_runtimes() if artifact_format(path) == "onnx" else ["onnxruntime"]
+        for runtime in runtimes:
+            rows.append(verify(path, model, num_examples=200, repeats=5, runtime=runtime))
     return {"table": format_table(rows)}
 
 
-def _features(preprocessor, texts):
-    return {k: v.numpy() for k, v in preprocessor.preprocess(texts).items()}
+def _tokenizer(preset, length):
+    from tokenizers import BertWordPieceTokenizer
+
+    tokenizer = BertWordPieceTokenizer(os.path.join(preset, "vocab.txt"), lowercase=True)
+    tokenizer.enable_truncation(max_length=length)
+    return tokenizer
 
 
-def time_runtime(workdir, runtime, repeats):
-    """Median seconds at batch 1 and batch 32 for one runtime."""
+def _padded(encodings):
     import numpy as np
 
-    from kbert.export.model_source import load_model
+    longest = max(len(e.ids) for e in encodings)
+    batch = {
+        name: np.zeros((len(encodings), longest), "int32")
+        for name in ("token_ids", "segment_ids", "padding_mask")
+    }
+    for row, encoding in enumerate(encodings):
+        size = len(encoding.ids)
+        batch["token_ids"][row, :size] = encoding.ids
+        batch["segment_ids"][row, :size] = encoding.type_ids
+        batch["padding_mask"][row, :size] = 1
+    return batch
+
+
+def _sorted_batches(tokenizer, run, texts):
+    """Tokenize, sort by length, run batches of 32, return logits in order."""
+    import numpy as np
+
+    encodings = tokenizer.encode_batch(texts)
+    order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+    logits = np.zeros((len(texts), 2), "float32")
+    for start in range(0, len(order), BATCH):
+        rows = order[start : start + BATCH]
+        logits[rows] = run(_padded([encodings[i] for i in rows]))
+    return logits
+
+
+def _one_at_a_time(tokenizer, run, texts):
+    import numpy as np
+
+    return np.concatenate([run(_padded([e])) for e in tokenizer.encode_batch(texts)])
+
+
+def _text_batches(run, texts):
+    import numpy as np
+
+    return np.concatenate(
+        [run(np.array(texts[s : s + BATCH], object)) for s in range(0, len(texts), BATCH)]
+    )
+
+
+def systems(workdir, model):
+    """`{name: function(texts) -> logits}` for every runtime, loaded."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from kbert.export.openvino_runtime import OpenVinoRunner
+    from kbert.export.runtimes import OnnxRunner, TFLiteRunner
 
     preset = os.path.join(workdir, "classifier")
-    one, many = reviews(1, 100), reviews(THROUGHPUT_BATCH, 100)
     paths = artifact_paths(workdir)
-    if runtime == "keras":
-        model = load_model(preset)
-        call = keras_forward(model)
-        batches = [_features(model.preprocessor, t) for t in (one, many)]
-    elif runtime == "transformers":
-        import tempfile
+    tokenizer = _tokenizer(preset, model.preprocessor.sequence_length)
+    found = {
+        f"Keras predict ({keras.backend.backend()})": lambda texts: model.predict(
+            texts, batch_size=BATCH, verbose=0
+        )
+    }
 
-        import torch
-        import transformers
+    def logits_of(runner):
+        return lambda batch: runner(batch)["logits"]
 
-        from kbert.presets.hf_save import save_hf
+    onnx = {
+        "onnxruntime float32": OnnxRunner(paths["onnx torch"], num_threads=THREADS),
+        "onnxruntime dynamic_int8": OnnxRunner(
+            paths["onnx dynamic_int8"], num_threads=THREADS
+        ),
+    }
+    for label, path in (
+        ("", paths["onnx torch"]),
+        (" dynamic_int8", paths["onnx dynamic_int8"]),
+    ):
+        default = OpenVinoRunner(path, num_threads=THREADS)
+        onnx[f"OpenVINO{label} ({default.precision}, its default)"] = default
+        if not label:
+            onnx["OpenVINO (f32 forced)"] = OpenVinoRunner(path, "f32", THREADS)
+    for name, runner in onnx.items():
+        found[name] = lambda texts, r=runner: _sorted_batches(
+            tokenizer, logits_of(r), texts
+        )
+    for quantization in ("float32", "dynamic_int8"):
+        runner = TFLiteRunner(
+            paths[f"tflite token_ids_{quantization}"], num_threads=THREADS
+        )
+        found[f"LiteRT token_ids {quantization} (batch 1)"] = lambda texts, r=runner: (
+            _one_at_a_time(tokenizer, logits_of(r), texts)
+        )
+    for quantization in ("float32", "dynamic_int8"):
+        runner = TFLiteRunner(paths[f"tflite string_{quantization}"], num_threads=THREADS)
+        found[f"LiteRT string {quantization} (tokenizer inside)"] = lambda texts, r=runner: (
+            _text_batches(lambda b: r({"text": b})["logits"], texts)
+        )
+    import tensorflow_text  # noqa: F401 - the SavedModel's tokenizer ops
 
-        model = load_model(preset)
-        hf_dir = os.path.join(tempfile.mkdtemp(), "hf")
-        save_hf(model, hf_dir)
-        hf = transformers.BertForSequenceClassification.from_pretrained(hf_dir).eval()
-        batches = [_features(model.preprocessor, t) for t in (one, many)]
+    signature = tf.saved_model.load(paths["saved_model"]).signatures["serving_default"]
+    found["SavedModel text signature (TensorFlow)"] = lambda texts: _text_batches(
+        lambda b: signature(text=tf.constant(list(b)))["logits"].numpy(), texts
+    )
+    return {name: (lambda texts, f=f: np.asarray(f(texts))) for name, f in found.items()}
 
-        def call(x):
-            with torch.no_grad():
-                return hf(
-                    input_ids=torch.from_numpy(x["token_ids"].astype("int64")),
-                    token_type_ids=torch.from_numpy(x["segment_ids"].astype("int64")),
-                    attention_mask=torch.from_numpy(x["padding_mask"].astype("int64")),
-                ).logits
-    elif runtime == "saved_model":
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401
 
-        signature = tf.saved_model.load(paths["saved_model"]).signatures["serving_default"]
-        batches = [tf.constant(t) for t in (one, many)]
+def throughput(workdir, rounds):
+    import numpy as np
 
-        def call(x):
-            return signature(text=x)["probabilities"].numpy()
-    elif runtime.startswith("tflite mediapipe"):
-        from kbert.export.runtimes import MediaPipeClassifierRunner
+    from kbert.data import rotten_tomatoes_split
+    from kbert.export.model_source import load_model
 
-        classifier = MediaPipeClassifierRunner(paths[runtime])
-        batches = [one, many]
-
-        def call(texts):
-            return classifier(texts)
-    elif runtime.startswith("tflite string"):
-        from kbert.export.runtimes import TFLiteRunner
-
-        runner = TFLiteRunner(paths[runtime])
-        batches = [{"text": np.array(t, object)} for t in (one, many)]
-        call = runner
-    elif runtime.startswith("tflite"):
-        from kbert.export.runtimes import TFLiteRunner
-
-        runner = TFLiteRunner(paths[runtime])
-        model = load_model(preset)
-        batches = [_features(model.preprocessor, t) for t in (one, many)]
-        call = runner
-    else:
-        from kbert.export.runtimes import OnnxRunner
-
-        runner = OnnxRunner(paths[runtime])
-        model = load_model(preset)
-        batches = [_features(model.preprocessor, t) for t in (one, many)]
-        call = runner
-    latency = time_call(lambda: call(batches[0]), repeats=repeats * 3, warmup=2)
-    throughput = time_call(lambda: call(batches[1]), repeats=repeats, warmup=1)
-    return {"latency_s": latency, "batch_s": throughput}
+    model = load_model(os.path.join(workdir, "classifier"))
+    texts, labels = rotten_tomatoes_split(seed=0)["test"]
+    runs = systems(workdir, model)
+    names = list(runs)
+    predictions = {name: np.argmax(runs[name](texts), -1) for name in names}  # warm-up
+    seconds = {name: [] for name in names}
+    for round_ in range(rounds):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            runs[name](texts)
+            seconds[name].append(time.perf_counter() - start)
+    keras_name = names[0]
+    return {
+        "reviews": len(texts),
+        "rows": {
+            name: {
+                "seconds": float(np.median(seconds[name])),
+                "all_seconds": seconds[name],
+                "agreement": float(np.mean(predictions[name] == predictions[keras_name])),
+                "accuracy": float(np.mean(predictions[name] == np.asarray(labels))),
+            }
+            for name in names
+        },
+    }
 
 
 def worker(args):
-    task = args.worker
-    if task == "prepare":
-        result = prepare(args.workdir)
-    elif task == "export":
+    if args.worker == "finetune":
+        preset = os.path.join(args.workdir, "classifier")
+        result = {"preset": preset, "cached": True}
+        if not os.path.isdir(preset):
+            result = finetune_demo_classifier(preset, args.train_examples)
+    elif args.worker == "export":
         result = export_all(args.workdir, args.backend)
-    elif task == "verify":
+    elif args.worker == "verify":
         result = verify_all(args.workdir)
     else:
-        result = time_runtime(args.workdir, args.runtime, args.repeats)
+        result = throughput(args.workdir, args.rounds)
     print(json.dumps(result))
 
 
@@ -241,54 +279,54 @@ def worker(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", default=os.path.join("/tmp", "kbert-runtimes"))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--train-examples", type=int, default=4000)
+    parser.add_argument(
+        "--keras-backend", default="jax", help="backend of the Keras predict row (jax)"
+    )
     parser.add_argument("--skip-export", action="store_true")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--backend", help=argparse.SUPPRESS)
-    parser.add_argument("--runtime", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args)
     os.makedirs(args.workdir, exist_ok=True)
     script = os.path.abspath(__file__)
-    common = ["--workdir", args.workdir, "--repeats", str(args.repeats)]
+    common = ["--workdir", args.workdir, "--train-examples", str(args.train_examples)]
+    print(cpu_description())
     if not args.skip_export:
-        print(run_worker(script, ["--worker", "prepare", *common], "tensorflow"))
+        print(run_worker(script, ["--worker", "finetune", *common], "jax"))
         for backend in BACKENDS:
-            run_worker(
-                script, ["--worker", "export", "--backend", backend, *common], backend
+            print(
+                run_worker(
+                    script, ["--worker", "export", "--backend", backend, *common], backend
+                )
             )
         print(run_worker(script, ["--worker", "verify", *common], "tensorflow")["table"])
-    runs = [("keras", backend) for backend in BACKENDS]
-    runs += [("transformers", "torch"), ("saved_model", "tensorflow")]
-    runs += [(f"tflite {f}_{q or 'float32'}", "tensorflow") for f, q in TFLITE]
-    runs += [(f"onnx {backend}", "tensorflow") for backend in BACKENDS]
-    results = {}
-    for runtime, backend in runs:
-        label = f"{runtime} ({backend})" if runtime == "keras" else runtime
-        results[label] = run_worker(
-            script, ["--worker", "time", "--runtime", runtime, *common], backend
-        )
-    base = results["transformers"]
-    rows = []
-    for label, result in results.items():
-        rows.append(
-            [
-                label,
-                f"{result['latency_s'] * 1e3:.1f}",
-                f"{base['latency_s'] / result['latency_s']:.2f}x",
-                f"{THROUGHPUT_BATCH / result['batch_s']:.1f}",
-                f"{base['batch_s'] / result['batch_s']:.2f}x",
-            ]
-        )
+    result = run_worker(
+        script,
+        ["--worker", "time", "--rounds", str(args.rounds), *common],
+        args.keras_backend,
+    )
+    rows = result["rows"]
+    base = next(iter(rows.values()))["seconds"]
+    table = [
+        [
+            name,
+            f"{result['reviews'] / row['seconds']:.1f}",
+            f"{base / row['seconds']:.2f}x",
+            f"{row['agreement']:.4f}",
+            f"{row['accuracy']:.4f}",
+        ]
+        for name, row in rows.items()
+    ]
     print(
-        f"\nMiniLM-L6 classifier, real reviews packed to {SEQUENCE_LENGTH} tokens; "
-        "ratios: speed relative to HF transformers (torch eager), higher is faster"
+        f"\n{result['reviews']} held-out reviews, strings -> predicted classes, "
+        f"median of {args.rounds} rounds (systems in turn); ratios and agreement "
+        "against Keras predict"
     )
-    print_table(
-        ["runtime", "batch 1 ms", "vs HF", f"batch {THROUGHPUT_BATCH} seq/s", "vs HF"],
-        rows,
-    )
+    print_table(["system", "reviews/s", "vs Keras", "agreement", "accuracy"], table)
+    print(json.dumps({name: row["all_seconds"] for name, row in rows.items()}))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ def add_export_parser(subparsers):
 
     parser = subparsers.add_parser(
         "export",
-        help="export a model to SavedModel (TF Serving), TFLite (Android) or ONNX",
+        help="export a model to SavedModel, TFLite, ONNX or OpenVINO IR",
         description="Export MODEL (a kbert preset directory, a Hugging Face or Google "
         "BERT directory, a registered name or a .keras file) and verify the artifact "
         "on its runtime against the Keras model on real sentences. Nothing is "
@@ -33,7 +33,7 @@ def add_export_parser(subparsers):
     )
     parser.add_argument("model")
     parser.add_argument(
-        "--format", required=True, choices=("saved_model", "tflite", "onnx")
+        "--format", required=True, choices=("saved_model", "tflite", "onnx", "openvino")
     )
     parser.add_argument("-o", "--output", required=True, help="artifact path to write")
     parser.add_argument(
@@ -89,6 +89,10 @@ def export_command(args):
     if args.format == "saved_model":
         record = export.saved_model(
             model, args.output, text_pairs=text_pairs, source=args.model
+        )
+    elif args.format == "openvino":
+        record = export.openvino(
+            model, args.output, source=args.model, min_agreement=args.min_agreement
         )
     elif args.format == "onnx":
         record = export.onnx(
@@ -162,7 +166,13 @@ def verify_command(args):
     """
     from kbert.export import record as records
     from kbert.export.model_source import load_model
-    from kbert.export.verify import format_table, keras_row, onnx_runtimes, verify
+    from kbert.export.verify import (
+        ONNX_RUNTIMES,
+        format_table,
+        keras_row,
+        onnx_runtimes,
+        verify,
+    )
 
     source = args.model or records.read_record(args.artifacts[0]).get("source")
     if not source:
@@ -171,7 +181,9 @@ def verify_command(args):
     text_pairs = records.read_record(args.artifacts[0]).get("text_pairs")
     rows = [keras_row(model, args.num_examples, args.repeats, text_pairs=text_pairs)]
     for artifact in args.artifacts:
-        kinds = onnx_runtimes() if records.artifact_format(artifact) == "onnx" else [None]
+        kinds = {"onnx": onnx_runtimes(), "openvino": ONNX_RUNTIMES[1:]}.get(
+            records.artifact_format(artifact), [None]
+        )
         for runtime in kinds:
             options = {"runtime": runtime} if runtime else {}
             rows.append(verify(artifact, model, args.num_examples, args.repeats, **options))

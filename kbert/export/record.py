@@ -7,18 +7,20 @@ so that `kbert verify ARTIFACT` knows how to run it:
 - SavedModel: `assets.extra/kbert_export.json` (TF Serving ignores that
   directory; it is where its warm-up requests live too);
 - TFLite: a `kbert_export` entry of the flatbuffer's `metadata` list;
-- ONNX: the `kbert_export` key of the model's `metadata_props`.
+- ONNX: the `kbert_export` key of the model's `metadata_props`;
+- OpenVINO IR: `kbert_export.json` beside `openvino_model.xml`.
 """
 
 import json
 import os
 
 RECORD_NAME = "kbert_export"
+OPENVINO_XML = "openvino_model.xml"
 SAVED_MODEL_RECORD = os.path.join("assets.extra", RECORD_NAME + ".json")
 
 
 def artifact_format(path):
-    """`"saved_model"`, `"tflite"` or `"onnx"`, judged from the path.
+    """`"saved_model"`, `"openvino"`, `"tflite"` or `"onnx"`, judged from the path.
 
     Example:
     >>> artifact_format("out/model.onnx")
@@ -28,7 +30,9 @@ def artifact_format(path):
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, "saved_model.pb")):
             return "saved_model"
-        raise ValueError(f"{path} is a directory without saved_model.pb.")
+        if os.path.isfile(os.path.join(path, OPENVINO_XML)):
+            return "openvino"
+        raise ValueError(f"{path} is a directory without saved_model.pb or {OPENVINO_XML}.")
     if path.endswith(".tflite"):
         return "tflite"
     if path.endswith(".onnx"):
@@ -68,6 +72,12 @@ def read_record(path):
     kind = artifact_format(path)
     if kind == "saved_model":
         file = os.path.join(path, SAVED_MODEL_RECORD)
+        if not os.path.isfile(file):
+            return {}
+        with open(file, encoding="utf-8") as handle:
+            return json.load(handle)
+    if kind == "openvino":
+        file = os.path.join(path, RECORD_NAME + ".json")
         if not os.path.isfile(file):
             return {}
         with open(file, encoding="utf-8") as handle:

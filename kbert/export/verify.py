@@ -204,14 +204,15 @@ def verify(artifact, model=None, num_examples=200, repeats=20, runtime="onnxrunt
     """Measures one artifact against the Keras model; returns a table row.
 
     Args:
-        artifact: a SavedModel directory, `.tflite` or `.onnx` file written
-            by `kbert.export`.
+        artifact: a SavedModel or OpenVINO IR directory, `.tflite` or `.onnx`
+            file written by `kbert.export`.
         model: the Keras model, or its preset directory / `.keras` file;
             default: the source the artifact's export record names.
         num_examples: held-out reviews for accuracy.
         repeats: timed batch-1 calls for the latency.
         runtime: for an ONNX file, `"onnxruntime"`, `"openvino"` (OpenVINO
-            at the precision it picks for this CPU) or `"openvino_f32"`.
+            at the precision it picks for this CPU) or `"openvino_f32"`; an
+            OpenVINO IR runs on the two OpenVINO ones (default `"openvino"`).
 
     Returns:
         A dict with the `COLUMNS` keys (`None` where not applicable).
@@ -237,6 +238,16 @@ def verify(artifact, model=None, num_examples=200, repeats=20, runtime="onnxrunt
         got, used, seconds, runtime = _run_tflite(
             artifact, record, model, spec, texts, features, repeats
         )
+    elif kind == "openvino":
+        from kbert.export.record import OPENVINO_XML
+
+        runtime = "openvino" if runtime == "onnxruntime" else runtime
+        if runtime not in ONNX_RUNTIMES[1:]:
+            raise ValueError(
+                f"runtime must be one of {ONNX_RUNTIMES[1:]}; got {runtime!r}."
+            )
+        xml = os.path.join(artifact, OPENVINO_XML)
+        got, used, seconds, runtime = _run_onnx(xml, features, repeats, runtime)
     else:
         if runtime not in ONNX_RUNTIMES:
             raise ValueError(f"runtime must be one of {ONNX_RUNTIMES}; got {runtime!r}.")
