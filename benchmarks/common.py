@@ -135,3 +135,47 @@ def finetune_demo_classifier(preset, train_examples=4000):
         "train_seconds": round(seconds, 1),
         "test_accuracy": round(accuracy(logits, np.asarray(labels)), 4),
     }
+
+
+def linear_probe_classifier(preset, train_examples=512):
+    """all-MiniLM-L6-v2 with a two-class head fitted by logistic regression on
+    the standardized pooled output of `train_examples` training reviews (no
+    fine-tuning: a weak head with many near-tied reviews); saves a preset."""
+    import keras
+    import numpy as np
+
+    from kbert.data import rotten_tomatoes_split
+    from kbert.models.classifier import BertClassifier
+
+    model = BertClassifier.from_preset(
+        "all_minilm_l6_v2",
+        num_classes=2,
+        sequence_length=48,
+        id2label={0: "rotten", 1: "fresh"},
+    )
+    splits = rotten_tomatoes_split(seed=0)
+    texts, labels = splits["train"]
+    pooled = np.concatenate(
+        [
+            keras.ops.convert_to_numpy(
+                model.backbone(model.preprocessor(texts[i : i + 64]))["pooled_output"]
+            )
+            for i in range(0, train_examples, 64)
+        ]
+    )
+    y = np.asarray(labels[:train_examples], "float64")
+    mean, std = pooled.mean(0), pooled.std(0) + 1e-6
+    z = (pooled - mean) / std
+    weights, bias = np.zeros(z.shape[1]), 0.0
+    for _ in range(300):  # gradient descent, L2 0.01
+        p = 1 / (1 + np.exp(-(z @ weights + bias)))
+        weights -= 0.5 * (z.T @ (p - y) / len(z) + 0.01 * weights)
+        bias -= 0.5 * float(np.mean(p - y))
+    kernel = np.zeros((z.shape[1], 2), "float32")
+    kernel[:, 1] = weights / std
+    model.classifier.kernel.assign(kernel)
+    model.classifier.bias.assign(np.array([0.0, bias - weights @ (mean / std)], "float32"))
+    model.save_to_preset(preset)
+    test_texts, test_labels = splits["test"]
+    predicted = np.argmax(model.predict(test_texts, batch_size=32, verbose=0), -1)
+    return {"preset": preset, "test_accuracy": float(np.mean(predicted == test_labels))}

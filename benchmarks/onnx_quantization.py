@@ -18,6 +18,8 @@ test reviews:
   time is the sum over batches of its median; ratios are against float32.
 
     python benchmarks/onnx_quantization.py --workdir /tmp/kbert-quantization
+    python benchmarks/onnx_quantization.py --workdir /tmp/kbert-probe \
+        --model linear_probe --rounds 0 --other-backends ''   # a weak head
 """
 
 import argparse
@@ -25,7 +27,12 @@ import json
 import os
 import time
 
-from common import cpu_description, finetune_demo_classifier, run_worker
+from common import (
+    cpu_description,
+    finetune_demo_classifier,
+    linear_probe_classifier,
+    run_worker,
+)
 
 THREADS = 2
 BATCH = 32
@@ -185,7 +192,9 @@ def measure(workdir, backend, rounds, other_backends):
                 sessions[name].run(["logits"], batch)
                 seconds[name][round_, number] = time.perf_counter() - start
     for name in names:
-        rows[name]["seconds"] = float(np.median(seconds[name], axis=0).sum())
+        rows[name]["seconds"] = (
+            float(np.median(seconds[name], axis=0).sum()) if rounds else float("nan")
+        )
     across = {}
     for other in other_backends:
         path = os.path.join(workdir, f"float32_{other}.onnx")
@@ -209,13 +218,18 @@ def worker(args):
     if args.worker == "finetune":
         preset = os.path.join(args.workdir, "classifier")
         result = {"preset": preset, "cached": True}
-        if not os.path.isdir(preset):
+        if not os.path.isdir(preset) and args.model == "linear_probe":
+            result = linear_probe_classifier(preset)
+        elif not os.path.isdir(preset):
             result = finetune_demo_classifier(preset, args.train_examples)
     elif args.worker == "export":
         result = export_float(args.workdir, args.backend)
     else:
         result = measure(
-            args.workdir, args.backend, args.rounds, args.other_backends.split(",")
+            args.workdir,
+            args.backend,
+            args.rounds,
+            [b for b in args.other_backends.split(",") if b],
         )
     print(json.dumps(result))
 
@@ -224,8 +238,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workdir", default="/tmp/kbert-quantization")
     parser.add_argument("--backend", default="torch", help="exporter of the float32 file")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="timed rounds (0: agreement only)"
+    )
     parser.add_argument("--train-examples", type=int, default=4000)
+    parser.add_argument(
+        "--model",
+        choices=("finetuned", "linear_probe"),
+        default="finetuned",
+        help="the demo's fine-tune, or a linear probe on frozen MiniLM (a weak head)",
+    )
     parser.add_argument(
         "--other-backends",
         default="tensorflow,jax",
@@ -238,6 +260,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     script = os.path.abspath(__file__)
     common = ["--workdir", args.workdir, "--train-examples", str(args.train_examples)]
+    common += ["--model", args.model]
     print(cpu_description())
     print(run_worker(script, ["--worker", "finetune", *common], "jax"))
     others = [b for b in args.other_backends.split(",") if b]

@@ -22,7 +22,7 @@ import numpy as np
 from kbert.export import checks
 from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
 from kbert.export.onnx_axes import BATCH, POSITIONS, SEQUENCE, name_axes
-from kbert.export.onnx_quantization import QUANTIZATIONS
+from kbert.export.onnx_quantization import QUANTIZATIONS, QuantizationRecipe
 from kbert.export.record import RECORD_NAME
 from kbert.export.spec import export_spec, forward, named_outputs
 from kbert.utils.atomic import atomic_file
@@ -57,7 +57,9 @@ def onnx(
             file), kept in the export record for `kbert verify`.
         quantization: None (float32), `"dynamic_int8"` (recommended: int8
             dense layers, outlier channels and the head in float32),
-            `"int8"` (static activation ranges too) or `"float16"`.
+            `"int8"` (static activation ranges too), `"float16"`, or a
+            `kbert.export.onnx_quantization.QuantizationRecipe` (e.g.
+            `QuantizationRecipe("blockwise")`: 8-bit blocks, slower, closer).
         min_agreement: the least share of predictions a quantized file must
             share with the Keras model (`kbert.export.agreement`); lower it
             to keep a quantization whose agreement you have measured.
@@ -73,9 +75,12 @@ def onnx(
     """
     if opset < MIN_OPSET:
         raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
-    if quantization not in QUANTIZATIONS:
+    if quantization not in QUANTIZATIONS and not isinstance(
+        quantization, QuantizationRecipe
+    ):
         raise ValueError(
-            f"quantization must be one of {QUANTIZATIONS}; got {quantization!r}."
+            f"quantization must be one of {QUANTIZATIONS} or a QuantizationRecipe; "
+            f"got {quantization!r}."
         )
     spec = export_spec(model)
     backend = keras.backend.backend()
@@ -114,7 +119,9 @@ def onnx(
                 "jax": "jax2onnx",
             }[backend],
             "verification": verification,
-            "quantization": quantization,
+            "quantization": quantization
+            if quantization is None or isinstance(quantization, str)
+            else "custom",
         }
         if quantized:
             export_record["quantized"] = quantized

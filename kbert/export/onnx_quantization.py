@@ -322,7 +322,7 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
 
     recipe = recipe_for(quantization)
     feeds = calibration_feeds(model, spec) if recipe.needs_calibration else None
-    quantized = f"{path}.{quantization}"
+    quantized = f"{path}.quantized"
     try:
         summary = quantize_onnx(path, quantized, recipe, feeds)
         if feeds:
