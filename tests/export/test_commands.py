@@ -9,7 +9,7 @@ import keras
 import pytest
 from export_helpers import near_ties, tiny_model
 
-from kbert.export import ExportVerificationError
+from kbert.export import ExportVerificationError, agreement
 from kbert.export.commands import add_export_parser, add_verify_parser
 from kbert.export.openvino_runtime import OpenVinoRunner, openvino_version
 from kbert.export.record import read_record
@@ -63,7 +63,8 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     reason="the flags are backend-agnostic; quantization is tested per backend "
     "in test_onnx_quantization",
 )
-def test_export_quantization_flags_reach_the_exporter(tmp_path, capsys):
+def test_export_quantization_flags_reach_the_exporter(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 128)  # two exports: keep it short
     model = tiny_model(num_classes=2)
     near_ties(model)  # so that quantization flips some reviews
     source = str(tmp_path / "classifier.keras")

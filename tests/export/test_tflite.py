@@ -17,6 +17,7 @@ from export_helpers import (
 )
 
 import kbert.export
+from kbert.export import agreement
 from kbert.export.runtimes import tflite_custom_ops
 from kbert.export.sentences import verification_texts
 from kbert.export.tflite import TF_TEXT_TFLITE_OPS
@@ -148,7 +149,8 @@ def test_mediapipe_question_answerer_metadata(tmp_path):
 
 
 @on_tensorflow
-def test_quantizations_shrink_the_file_and_stay_close(tmp_path):
+def test_quantizations_shrink_the_file_and_stay_close(tmp_path, monkeypatch):
+    monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 128)  # four exports: keep it short
     model = tiny_model(num_classes=2, hidden_dim=64)
     float32_bytes = sum(int(np.prod(v.shape)) * 4 for v in model.weights)
     row = features(model, verification_texts(6, offset=70))
@@ -169,7 +171,7 @@ def test_quantizations_shrink_the_file_and_stay_close(tmp_path):
         assert np.max(np.abs(got - want)) <= bound
         assert record["verification"]["relative_tolerance"] is True
         measured = record["verification"]["agreement"]
-        assert measured["texts"].startswith("500 real texts")
+        assert measured["texts"].startswith("128 real texts")
         assert 0.95 <= measured["value"] <= 1.0
 
     # Full int8 (activations too) is far from float32 on transformers: refused
@@ -187,7 +189,8 @@ def test_quantizations_shrink_the_file_and_stay_close(tmp_path):
 
 
 @on_tensorflow
-def test_full_int8_below_min_agreement_is_refused_with_the_reason(tmp_path):
+def test_full_int8_below_min_agreement_is_refused_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 128)
     model = tiny_model(num_classes=2, hidden_dim=64)
     near_ties(model)
     path = tmp_path / "int8.tflite"
