@@ -61,6 +61,7 @@ class BertFeatureExtractor(Task):
         # === Config ===
         self.layers_indices = tuple(int(i) for i in layers)
         self.combine = combine
+        self.output_sequence_axis = 2 if combine == "stack" else 1
         super().__init__(inputs=backbone.input, outputs=features, **kwargs)
 
     def default_loss(self):

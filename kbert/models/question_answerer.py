@@ -5,7 +5,7 @@ from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
 from kbert.models.task import Task, backbone_inputs
-from kbert.tasks import batching, qa_decoding, qa_labels, qa_windows
+from kbert.tasks import qa_decoding, qa_labels, qa_windows
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -44,6 +44,8 @@ class BertQuestionAnswerer(Task):
     >>> qa.answer("Who wrote?", "Ada wrote notes.")
     {'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.52}
     """
+
+    output_sequence_axis = 1
 
     def __init__(
         self,
@@ -186,11 +188,8 @@ class BertQuestionAnswerer(Task):
             tf.constant(questions, tf.string), tf.constant(contexts, tf.string), doc_stride
         )
         windows = {name: value.numpy() for name, value in windows.items()}
-        batch_size = batch_size or batching.DEFAULT_BATCH_SIZE
-        features = batching.pad_rows(
-            {name: windows[name] for name in INPUT_NAMES}, batch_size
-        )
-        logits = keras.Model.predict(self, features, batch_size=batch_size, verbose=0)
+        features = {name: windows[name] for name in INPUT_NAMES}
+        logits = self.predict_features(features, batch_size)
         answers = qa_decoding.decode_answers(
             logits["start_logits"],
             logits["end_logits"],

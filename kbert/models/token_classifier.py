@@ -6,7 +6,7 @@ from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
 from kbert.models.task import Task, backbone_inputs
-from kbert.tasks import batching, token_alignment
+from kbert.tasks import token_alignment
 from kbert.tasks.bio import bio_to_spans, word_offsets
 from kbert.tasks.token_accuracy import TokenAccuracy
 
@@ -40,6 +40,8 @@ class BertTokenClassifier(Task):
     >>> tagger.predict_words(["Ada Lovelace wrote"])
     [['B-PER', 'I-PER', 'O']]
     """
+
+    output_sequence_axis = 1
 
     def __init__(
         self, backbone, num_classes, preprocessor=None, dropout=0.1, id2label=None, **kwargs
@@ -134,10 +136,7 @@ class BertTokenClassifier(Task):
         )
         aligned = {name: value.numpy() for name, value in aligned.items()}
         features = {name: aligned[name] for name in INPUT_NAMES}
-        batch_size = batch_size or batching.DEFAULT_BATCH_SIZE
-        logits = keras.Model.predict(
-            self, batching.pad_rows(features, batch_size), batch_size=batch_size, verbose=0
-        )
+        logits = self.predict_features(features, batch_size)
         classes = np.argmax(logits, axis=-1)
         results = []
         for row, text in enumerate(texts):
