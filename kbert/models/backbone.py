@@ -131,7 +131,7 @@ class BertBackbone(PresetMixin, FunctionalModel):
         self.initializer_range = initializer_range
         self.output_hidden_states = output_hidden_states
         self.output_attentions = output_attentions
-        self.jit_compile = fastest_jit_compile(self.dtype_policy)
+        self.jit_compile = fastest_jit_compile(self.dtype_policy, training=False)
 
     @property
     def token_embedding(self):
@@ -277,26 +277,33 @@ class BertBackbone(PresetMixin, FunctionalModel):
         return cls(**config)
 
 
-def fastest_jit_compile(dtype_policy=None):
-    """The fastest correct `jit_compile` per backend and precision.
+def fastest_jit_compile(dtype_policy=None, training=True):
+    """The fastest correct `jit_compile` per backend, precision and use.
 
-    XLA on TensorFlow (Keras turns it off on CPU by default, which costs
-    keras-hub's BERT ~40% throughput) and JAX; eager on torch, where
-    `torch.compile` recompiles for every new sequence length. On a CPU,
-    TensorFlow runs bfloat16/float16 without XLA: XLA's CPU backend computes
-    them at float32 speed or below, while TensorFlow's oneDNN kernels use the
-    CPU's bf16 units (AVX512-BF16, AMX). JAX has only XLA.
+    - torch: eager (`torch.compile` recompiles for every new sequence length).
+    - JAX: XLA, its only compiler.
+    - TensorFlow on a GPU: XLA.
+    - TensorFlow on a CPU: XLA for float32 inference (it fuses what oneDNN
+      runs op by op; Keras leaves it off on CPU), but not for training, where
+      each length bucket compiles a training step that costs more than XLA
+      saves over a fine-tune, nor for bfloat16/float16, which XLA's CPU
+      backend computes at float32 speed or below while oneDNN uses the
+      CPU's bf16 units (AVX512-BF16, AMX). See `benchmarks/end_to_end.py`
+      and `benchmarks/matmul_limit.py`.
 
     Example:
-    >>> fastest_jit_compile("float32") == (keras.backend.backend() != "torch")
+    >>> fastest_jit_compile("float32", training=False) == (
+    ...     keras.backend.backend() != "torch")
     True
     """
     backend = keras.backend.backend()
     if backend == "torch":
         return False
-    compute_dtype = keras.dtype_policies.get(dtype_policy or "float32").compute_dtype
-    if backend == "tensorflow" and compute_dtype in ("bfloat16", "float16"):
-        import tensorflow as tf  # the TensorFlow backend is loaded already
+    if backend == "jax":
+        return True
+    import tensorflow as tf  # the TensorFlow backend is loaded already
 
-        return bool(tf.config.list_physical_devices("GPU"))
-    return True
+    if tf.config.list_physical_devices("GPU"):
+        return True
+    compute_dtype = keras.dtype_policies.get(dtype_policy or "float32").compute_dtype
+    return compute_dtype == "float32" and not training

@@ -7,6 +7,7 @@ import numpy as np
 
 from kbert.models import length_batching
 from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
+from kbert.models.bucketed_batches import BucketedBatches
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.preset_io import PresetMixin
 from kbert.optimization.optimizers import bert_optimizer
@@ -29,6 +30,11 @@ def backbone_inputs(extra_dims=()):
 
 def _is_dataset(x):
     return hasattr(x, "element_spec")
+
+
+def _is_batched(x):
+    """A `tf.data.Dataset` or a `keras.utils.PyDataset`: batches made already."""
+    return _is_dataset(x) or isinstance(x, keras.utils.PyDataset)
 
 
 class Task(PresetMixin, FunctionalModel):
@@ -74,11 +80,19 @@ class Task(PresetMixin, FunctionalModel):
     def compile(
         self, optimizer="auto", loss="auto", metrics="auto", jit_compile="auto", **kwargs
     ):
+        policy = self.backbone.dtype_policy
+        # Raw-sample inference runs its own compiled function (`predict`); an
+        # explicit `jit_compile` applies to it too.
+        self._inference_jit_compile = (
+            fastest_jit_compile(policy, training=False)
+            if jit_compile == "auto"
+            else jit_compile
+        )
         super().compile(
             optimizer=default_optimizer() if optimizer == "auto" else optimizer,
             loss=self.default_loss() if loss == "auto" else loss,
             metrics=self.default_metrics() if metrics == "auto" else metrics,
-            jit_compile=fastest_jit_compile(self.backbone.dtype_policy)
+            jit_compile=fastest_jit_compile(policy)
             if jit_compile == "auto"
             else jit_compile,
             **kwargs,
@@ -136,65 +150,22 @@ class Task(PresetMixin, FunctionalModel):
             )
         return features, y, sample_weight
 
-    def _trim_labels(self, value, length):
-        """Labels (or sample weights) cut to `length` along the sequence axis."""
-        axis = self.output_sequence_axis
-        if value is None or axis is None:
-            return value
-
-        def cut(array):
-            array = np.asarray(array)
-            if array.ndim <= axis:
-                return array
-            return np.take(array, np.arange(length), axis=axis)
-
-        return keras.tree.map_structure(cut, value)
-
     def _bucketed_dataset(self, features, y, sample_weight, batch_size, shuffle):
-        """A `tf.data.Dataset` of length-bucketed training batches (new order per epoch)."""
-        import tensorflow as tf  # raw samples were tokenized with TensorFlow already
-
-        lengths = length_batching.token_lengths(features)
-        full = self._sequence_length
-        coarse = self._coarse_training_buckets
-        seed = int(np.random.randint(2**31 - 1)) if shuffle else None
-        epochs_started = [0]
-        names = set(INPUT_NAMES)
-
-        def batches():
-            rng = None
-            if seed is not None:
-                rng = np.random.RandomState(seed + epochs_started[0])
-            epochs_started[0] += 1
-            for index in length_batching.training_batches(
-                lengths, batch_size, full, rng, coarse
-            ):
-                longest = int(lengths[index].max())
-                length = length_batching.bucket_length(longest, full, coarse)
-                batch_x = length_batching.trim(
-                    length_batching.take_rows(features, index), length, names
-                )
-                batch_y, batch_w = (
-                    self._trim_labels(length_batching.take_rows(v, index), length)
-                    for v in (y, sample_weight)
-                )
-                yield keras.utils.pack_x_y_sample_weight(batch_x, batch_y, batch_w)
-
-        example = next(batches())
-        epochs_started[0] = 0
-
-        def spec(value):
-            value = np.asarray(value)
-            shape = (None,) * value.ndim
-            return tf.TensorSpec(shape, tf.as_dtype(value.dtype))
-
-        signature = keras.tree.map_structure(spec, example)
-        if isinstance(signature, list):
-            signature = tuple(signature)
-        count = -(-len(lengths) // batch_size)  # one short batch at most
-        dataset = tf.data.Dataset.from_generator(batches, output_signature=signature)
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(count))
-        return dataset.prefetch(2)
+        """In-memory samples as length-bucketed batches (a new grouping per epoch)."""
+        batches = BucketedBatches(
+            features,
+            y,
+            sample_weight,
+            batch_size,
+            self._sequence_length,
+            shuffle=shuffle,
+            coarse=self._coarse_training_buckets,
+            label_axis=self.output_sequence_axis,
+            sequence_names=INPUT_NAMES,
+        )
+        if keras.backend.backend() == "tensorflow":
+            return batches.as_tf_dataset()
+        return batches
 
     def _bucketed_raw_dataset(self, dataset, coarse=False):
         """A batched `tf.data.Dataset` of raw samples, preprocessed and each
@@ -270,33 +241,34 @@ class Task(PresetMixin, FunctionalModel):
         epoch, `shuffle=False` keeps the given order within mega-batches of
         50 batches.
         """
-        validation_data = kwargs.pop("validation_data", None)
-        validation_split = kwargs.pop("validation_split", 0.0)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_raw(x):
+            validation_split = kwargs.pop("validation_split", 0.0)
+            default = batch_size or length_batching.DEFAULT_BATCH_SIZE
             if validation_split and not _is_dataset(x):
-                train, validation_data = self._split_validation(
+                train, held_out = self._split_validation(
                     x, y, sample_weight, validation_split
                 )
-                default = length_batching.DEFAULT_BATCH_SIZE
-                x = self._bucketed_dataset(*train, batch_size or default, shuffle)
-                validation_data = self._bucketed_dataset(
-                    *validation_data, validation_batch_size or default, False
-                )
+                x = self._bucketed_dataset(*train, default, shuffle)
+                if kwargs.get("validation_data") is None:  # Keras: validation_data wins
+                    kwargs["validation_data"] = self._bucketed_dataset(
+                        *held_out, validation_batch_size or default, False
+                    )
             else:
+                if validation_split:
+                    kwargs["validation_split"] = validation_split  # Keras explains
                 x = self._training_data(x, y, sample_weight, batch_size, shuffle)
             y = sample_weight = batch_size = None
-        elif validation_split:
-            kwargs["validation_split"] = validation_split
-        if validation_data is not None:
-            validation_data = self._validation_data(validation_data, validation_batch_size)
-            kwargs["validation_data"] = validation_data
-            if _is_dataset(validation_data):
-                validation_batch_size = None
-        if validation_batch_size is not None and validation_data is not None:
+        if kwargs.get("validation_data") is not None:
+            kwargs["validation_data"] = self._validation_data(
+                kwargs["validation_data"], validation_batch_size
+            )
+        if validation_batch_size is not None and not _is_batched(
+            kwargs.get("validation_data")
+        ):
             kwargs["validation_batch_size"] = validation_batch_size
-        if _is_dataset(x):
-            shuffle = False  # a dataset shuffles itself
+        if _is_batched(x):
+            shuffle = False  # batches come shuffled (or not) as they are
         return super().fit(
             x,
             y,
@@ -307,6 +279,8 @@ class Task(PresetMixin, FunctionalModel):
         )
 
     def _validation_data(self, validation_data, batch_size):
+        if isinstance(validation_data, keras.utils.PyDataset):
+            return validation_data
         if _is_dataset(validation_data):
             if self._takes_raw(validation_data):
                 return self._bucketed_raw_dataset(
@@ -426,9 +400,9 @@ class Task(PresetMixin, FunctionalModel):
     def _inference_function(self):
         """`features -> NumPy outputs`, compiled as `compile()` chose (XLA on
         TensorFlow and JAX for float32, eager on torch), one program per shape."""
-        jit_compile = getattr(self, "jit_compile", None)
+        jit_compile = getattr(self, "_inference_jit_compile", None)
         if jit_compile in (None, "auto"):
-            jit_compile = fastest_jit_compile(self.backbone.dtype_policy)
+            jit_compile = fastest_jit_compile(self.backbone.dtype_policy, training=False)
         backend = keras.backend.backend()
         if backend == "tensorflow":
             import tensorflow as tf  # the TensorFlow backend

@@ -42,17 +42,26 @@ def test_task_dtype_must_match_its_backbone():
         kbert.BertClassifier(tiny_backbone(), num_classes=2, dtype="bfloat16")
 
 
-def test_bfloat16_runs_without_xla_on_a_tensorflow_cpu():
+def test_compiler_choice_per_backend_precision_and_use():
     from kbert.models.backbone import fastest_jit_compile
 
     backend = keras.backend.backend()
-    assert fastest_jit_compile("float32") is (backend != "torch")
-    if backend == "tensorflow":
-        import tensorflow as tf
+    for dtype in ("float32", "bfloat16", "mixed_bfloat16"):
+        for training in (True, False):
+            chosen = fastest_jit_compile(dtype, training=training)
+            if backend == "tensorflow":
+                import tensorflow as tf
 
-        on_gpu = bool(tf.config.list_physical_devices("GPU"))
-        assert fastest_jit_compile("bfloat16") is on_gpu
-        assert fastest_jit_compile("mixed_bfloat16") is on_gpu
+                on_gpu = bool(tf.config.list_physical_devices("GPU"))
+                expected = on_gpu or (dtype == "float32" and not training)
+            else:
+                expected = backend == "jax"
+            assert chosen is expected, (dtype, training)
+    classifier = kbert.BertClassifier(tiny_backbone(), num_classes=2)
+    assert classifier.jit_compile is fastest_jit_compile("float32")
+    assert classifier._inference_jit_compile is fastest_jit_compile("float32", False)
+    classifier.compile(jit_compile=False)  # an explicit choice holds for predict too
+    assert classifier._inference_jit_compile is False
 
 
 def _trained_head(classifier, texts):
