@@ -7,9 +7,9 @@ import sys
 
 import keras
 import pytest
-from export_helpers import tiny_model
 
 from kbert.export.commands import add_export_parser, add_verify_parser
+from tests.export.export_helpers import tiny_model
 
 
 def _parser():

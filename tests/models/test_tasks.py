@@ -1,9 +1,9 @@
 import keras
 import numpy as np
 import pytest
-from test_case import run_model_test, tiny_backbone, to_numpy, token_inputs
 
 import kbert
+from tests.test_case import run_model_test, tiny_backbone, to_numpy, token_inputs
 
 BATCH, LENGTH = 3, 10
 

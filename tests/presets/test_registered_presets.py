@@ -7,9 +7,9 @@ import sys
 
 import keras
 import pytest
-from presets_helpers import has_preprocessing
 
 import kbert
+from tests.presets.presets_helpers import has_preprocessing
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,11 @@ import os
 import keras
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from kbert.presets.hf_save import save_hf
+from kbert.presets.hf_weight_map import BUFFERS, canonical_name
+from tests.presets.presets_helpers import (
     assert_parity,
     hf_run,
     numpy_of,
@@ -15,10 +19,6 @@ from presets_helpers import (
     save_hf_model,
     token_batch,
 )
-
-import kbert
-from kbert.presets.hf_save import save_hf
-from kbert.presets.hf_weight_map import BUFFERS, canonical_name
 
 # The shapes of presets_helpers.UNUSUAL_CONFIG: JAX compiles each op once per shape.
 TINY = dict(

@@ -7,9 +7,9 @@ import json
 import keras
 import numpy as np
 import pytest
-from pretraining_helpers import synthetic_documents
 
 from kbert.pretraining.commands import add_fill_mask_parser, add_pretrain_parser
+from tests.pretraining.pretraining_helpers import synthetic_documents
 
 
 def kbert_main(argv):
