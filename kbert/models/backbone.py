@@ -49,6 +49,16 @@ class BertBackbone(PresetMixin, FunctionalModel):
     ((1, 4, 8), (1, 8))
     """
 
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "backbone"
+    uses_pooler = True
+
+    def export_outputs(self, outputs):
+        return {
+            "sequence_output": outputs["sequence_output"],
+            "pooled_output": outputs["pooled_output"],
+        }
+
     def __init__(
         self,
         vocabulary_size=30522,

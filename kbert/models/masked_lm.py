@@ -44,6 +44,17 @@ class BertMaskedLM(Task):
     (1, 1, vocabulary_size)
     """
 
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "masked_lm"
+    hf_architecture = "BertForMaskedLM"
+    hf_heads = ("masked_lm",)
+    hf_pooler = False
+    google_heads = ("masked_lm",)
+    per_token_outputs = True
+
+    def export_outputs(self, outputs):
+        return {"logits": outputs}
+
     def __init__(self, backbone, preprocessor=None, **kwargs):
         # === Layers ===
         self.backbone = backbone

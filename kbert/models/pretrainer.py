@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kbert.models.heads import dense_head
 from kbert.models.masked_lm import masked_lm_head_for, masked_lm_loss
 from kbert.models.task import Task, backbone_inputs
 
@@ -24,19 +25,19 @@ class BertPretrainer(Task):
     >>> pretrainer.fit(x=features, y=labels, sample_weight=weights)
     """
 
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "pretrainer"
+    hf_architecture = "BertForPreTraining"
+    hf_heads = ("masked_lm", "next_sentence")
+    google_heads = ("masked_lm", "next_sentence")
+    uses_pooler = True
+
     def __init__(self, backbone, preprocessor=None, **kwargs):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
         self.masked_lm_head = masked_lm_head_for(backbone)
-        self.next_sentence_head = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="next_sentence_head",
-        )
+        self.next_sentence_head = dense_head(backbone, 2, "next_sentence_head")
         # === Functional model ===
         inputs = backbone_inputs()
         inputs["mask_positions"] = keras.Input(

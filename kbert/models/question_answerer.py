@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
+from kbert.models.heads import dense_head
 from kbert.models.task import Task, backbone_inputs
 from kbert.tasks import batching, qa_decoding, qa_labels, qa_windows
 
@@ -45,6 +46,21 @@ class BertQuestionAnswerer(Task):
     {'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.52}
     """
 
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "question_answerer"
+    hf_architecture = "BertForQuestionAnswering"
+    hf_heads = ("span_classifier",)
+    hf_pooler = False
+    google_heads = ("span_classifier",)  # run_squad.py's cls/squad/output_*
+    text_inputs = ("question", "context")
+    per_token_outputs = True
+
+    def export_outputs(self, outputs):
+        return {
+            "start_logits": outputs["start_logits"],
+            "end_logits": outputs["end_logits"],
+        }
+
     def __init__(
         self,
         backbone,
@@ -56,14 +72,7 @@ class BertQuestionAnswerer(Task):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.span_classifier = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="span_classifier",
-        )
+        self.span_classifier = dense_head(backbone, 2, "span_classifier")
         # === Functional model ===
         inputs = backbone_inputs()
         sequence = backbone(inputs)["sequence_output"]
@@ -106,7 +115,7 @@ class BertQuestionAnswerer(Task):
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """`(questions, contexts)` (and answer character spans) -> windows."""
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         if not isinstance(x, (tuple, list)) or len(x) != 2:
             raise ValueError(
@@ -171,7 +180,7 @@ class BertQuestionAnswerer(Task):
         >>> qa.answer(["Who wrote?"], ["Ada wrote notes."], top_k=2)
         [[{'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.52}, {...}]]
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         single = isinstance(questions, str)
         questions = [questions] if single else list(questions)

@@ -87,7 +87,7 @@ class Task(PresetMixin, FunctionalModel):
     def _preprocessed(self, x, y=None, sample_weight=None):
         """`(x, y, sample_weight)` of model inputs from raw samples."""
         if hasattr(x, "element_spec"):
-            import tensorflow as tf
+            import tensorflow as tf  # lazy: TF only for raw text
 
             mapped = x.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE)
             return mapped.prefetch(tf.data.AUTOTUNE), None, None

@@ -19,6 +19,12 @@ class BertTextEmbedder(Task):
     (1, 384)
     """
 
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "text_embedder"
+
+    def export_outputs(self, outputs):
+        return {"embeddings": outputs}
+
     def __init__(
         self, backbone, pooling="mean", normalize=True, preprocessor=None, **kwargs
     ):

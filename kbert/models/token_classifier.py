@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
+from kbert.models.heads import classifier_head, label_names
 from kbert.models.task import Task, backbone_inputs
 from kbert.tasks import batching, token_alignment
 from kbert.tasks.bio import bio_to_spans, word_offsets
@@ -41,22 +42,24 @@ class BertTokenClassifier(Task):
     [['B-PER', 'I-PER', 'O']]
     """
 
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "token_classifier"
+    hf_architecture = "BertForTokenClassification"
+    hf_heads = ("classifier",)
+    hf_pooler = False
+    per_token_outputs = True
+
+    def export_outputs(self, outputs):
+        return {"logits": outputs, "probabilities": ops.softmax(outputs, axis=-1)}
+
     def __init__(
         self, backbone, num_classes, preprocessor=None, dropout=0.1, id2label=None, **kwargs
     ):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.output_dropout = keras.layers.Dropout(
-            dropout, dtype=backbone.dtype_policy, name="output_dropout"
-        )
-        self.classifier = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="classifier",
+        self.output_dropout, self.classifier = classifier_head(
+            backbone, num_classes, dropout
         )
         # === Functional model ===
         inputs = backbone_inputs()
@@ -65,7 +68,7 @@ class BertTokenClassifier(Task):
         # === Config ===
         self.num_classes = num_classes
         self.dropout = dropout
-        self.id2label = {int(k): v for k, v in id2label.items()} if id2label else None
+        self.id2label = label_names(id2label)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
     def default_loss(self):
@@ -96,7 +99,7 @@ class BertTokenClassifier(Task):
         Eagerly, `x` is texts or word lists and `y` label lists; inside
         `tf.data`, `x` is a string tensor and `y` labels padded with -100.
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         preprocessor = self._require_preprocessor()
         if not tf.is_tensor(x):
@@ -123,7 +126,7 @@ class BertTokenClassifier(Task):
         >>> tagger.predict_words(["Ada Lovelace wrote", ["Babbage", "built"]])
         [['B-PER', 'I-PER', 'O'], ['B-PER', 'O']]
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         preprocessor = self._require_preprocessor()
         texts = token_alignment.texts_from_words(x)

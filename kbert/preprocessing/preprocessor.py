@@ -5,6 +5,7 @@ import keras
 from kbert.preprocessing import hf_tokenizer_files, packer
 from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_backend
 from kbert.preprocessing.tokenizer import BertTokenizer
+from kbert.sources import resolve_source
 
 
 def _is_segment_list(x):
@@ -97,7 +98,7 @@ class BertPreprocessor(PreprocessingLayer):
 
     def preprocess(self, x):
         """Packed features as TF tensors (what `call` returns in a graph)."""
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only when text is tokenized
 
         segments, batched = self._segments(x)
         if len(segments) == 2:
@@ -187,8 +188,6 @@ class BertPreprocessor(PreprocessingLayer):
         tokenizer_keys = ("lowercase", "strip_accents", "normalization")
         tokenizer_keys += ("max_input_chars_per_word", "vocabulary")
         tokenizer_kwargs = {k: kwargs.pop(k) for k in tokenizer_keys if k in kwargs}
-        from kbert.presets.loader import resolve_source  # a registered name too
-
         directory = resolve_source(directory)
         config = hf_tokenizer_files.read_preprocessor_config(directory)
         arguments = {

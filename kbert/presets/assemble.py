@@ -10,7 +10,6 @@ import inspect
 import logging
 
 from kbert.models.backbone import BertBackbone
-from kbert.presets.tasks import base_class
 
 logger = logging.getLogger("kbert.presets")
 
@@ -27,6 +26,19 @@ def _parameters(function):
         for name, parameter in inspect.signature(function).parameters.items()
         if name != "self" and parameter.kind is not parameter.VAR_KEYWORD
     }
+
+
+def task_parameters(cls):
+    """The constructor parameters of the kbert class `cls` is or derives from.
+
+    A user's subclass may take `**kwargs` only: its kbert base names them.
+
+    Example:
+    >>> sorted(task_parameters(kbert.BertMultipleChoice))
+    ['backbone', 'dropout', 'num_choices', 'preprocessor']
+    """
+    kbert_class = next(k for k in cls.__mro__ if k.__module__.startswith("kbert.models."))
+    return _parameters(kbert_class.__init__)
 
 
 def backbone_keys():
@@ -79,7 +91,7 @@ def task_arguments(cls, stored, overrides, source):
         )
         stored.pop("id2label", None)
     arguments = {**stored, **overrides}
-    parameters = _parameters(base_class(cls).__init__)
+    parameters = task_parameters(cls)
     missing = [
         name
         for name, parameter in parameters.items()
@@ -127,7 +139,7 @@ def build_model(cls, backbone_config, preprocessor, overrides, stored_arguments,
     ...                                {"dropout": 0.0}, {"num_classes": 2}, "dir")
     """
     overrides = dict(overrides)
-    if base_class(cls) is BertBackbone:
+    if issubclass(cls, BertBackbone):
         backbone = build_backbone(cls, backbone_config, overrides)
         refuse_unused(cls, overrides)
         return backbone, True

@@ -9,7 +9,9 @@ import json
 import os
 import struct
 
+import ml_dtypes  # a Keras dependency
 import numpy as np
+from safetensors import safe_open
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -18,8 +20,6 @@ TORCH_BIN_INDEX = "pytorch_model.bin.index.json"
 
 
 def _ml_dtypes():
-    import ml_dtypes  # a Keras dependency
-
     return {
         "BF16": ml_dtypes.bfloat16,
         "F8_E4M3": ml_dtypes.float8_e4m3fn,
@@ -44,8 +44,6 @@ class SafetensorsReader:
     """
 
     def __init__(self, files, path=None):
-        from safetensors import safe_open
-
         self.path = path or files[0]
         self._handles = {}
         self._file_of = {}
@@ -106,7 +104,7 @@ class TorchBinReader:
 
     def __init__(self, files, path=None):
         try:
-            import torch
+            import torch  # lazy: torch only for pytorch_model.bin
         except ImportError as error:
             raise ValueError(
                 f"{files[0]}: reading pytorch_model.bin needs PyTorch, which is not "

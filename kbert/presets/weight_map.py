@@ -14,6 +14,7 @@ import logging
 
 import keras
 import numpy as np
+from tqdm.auto import tqdm
 
 logger = logging.getLogger("kbert.presets")
 
@@ -162,8 +163,6 @@ def load_weights(bound, reader, unused=(), what="the model"):
             f"{reader.path}: the checkpoint does not fit {what}; nothing was loaded.\n"
             + "\n".join(problems)
         )
-    from tqdm.auto import tqdm
-
     available = set(reader.names())
     progress = tqdm(
         bound,

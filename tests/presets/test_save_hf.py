@@ -68,7 +68,7 @@ def build(task, activation):
         "multiple_choice": dict(num_choices=3),
         "text_embedder": dict(pooling="mean", normalize=True),
     }.get(task, {})
-    cls = kbert.presets.tasks.TASK_CLASSES[task]
+    cls = kbert.models.model_class(task)
     return cls(backbone=backbone, preprocessor=VocabularyWriter(), **arguments)
 
 
@@ -230,7 +230,7 @@ def test_hf_to_kbert_to_hf_is_lossless(which, tmp_path, request):
 
 
 def test_save_hf_is_atomic(tmp_path, monkeypatch):
-    import safetensors.numpy
+    from kbert.presets import hf_save
 
     directory = tmp_path / "out"
     directory.mkdir()
@@ -239,7 +239,7 @@ def test_save_hf_is_atomic(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(safetensors.numpy, "save_file", fail)
+    monkeypatch.setattr(hf_save, "save_file", fail)
     with pytest.raises(OSError, match="disk full"):
         save_hf(build("backbone", "gelu"), str(directory))
     assert os.listdir(tmp_path) == ["out"]
