@@ -14,6 +14,5 @@ from kbert.export.checks import ExportVerificationError
 from kbert.export.onnx import onnx
 from kbert.export.saved_model import saved_model
 from kbert.export.tflite import tflite
-from kbert.export.verify import verify
 
-__all__ = ["ExportVerificationError", "onnx", "saved_model", "tflite", "verify"]
+__all__ = ["ExportVerificationError", "onnx", "saved_model", "tflite"]

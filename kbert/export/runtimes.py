@@ -95,6 +95,7 @@ def run_saved_model_here(directory, runs):
     Example:
     >>> run_saved_model_here("out/sm", [("serving_default", {"text": texts})])
     """
+    # lazy: a runtime loads only when an artifact is run
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 - registers the tf-text ops
 
@@ -114,6 +115,7 @@ def tflite_custom_ops(model_bytes):
     >>> tflite_custom_ops(open("string.tflite", "rb").read())
     ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets', 'RaggedTensorToTensor']
     """
+    # lazy: a runtime loads only when an artifact is run
     from ai_edge_litert import schema_py_generated as schema
 
     model = schema.Model.GetRootAsModel(model_bytes, 0)
@@ -140,13 +142,14 @@ class TFLiteRunner:
     """
 
     def __init__(self, path, num_threads=None):
+        # lazy: a runtime loads only when an artifact is run
         from ai_edge_litert import interpreter as litert
 
         with open(path, "rb") as file:
             model_bytes = file.read()
         self.custom_ops = tflite_custom_ops(model_bytes)
         if self.custom_ops:
-            import tensorflow_text
+            import tensorflow_text  # lazy: a runtime loads only when an artifact is run
 
             self.interpreter = litert.InterpreterWithCustomOps(
                 custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
@@ -188,7 +191,7 @@ class OnnxRunner:
     """
 
     def __init__(self, path, num_threads=None):
-        import onnxruntime
+        import onnxruntime  # lazy: a runtime loads only when an artifact is run
 
         options = onnxruntime.SessionOptions()
         if num_threads:
@@ -221,6 +224,7 @@ class MediaPipeClassifierRunner:
     """
 
     def __init__(self, path):
+        # lazy: a runtime loads only when an artifact is run
         from mediapipe.tasks.python.core.base_options import BaseOptions
         from mediapipe.tasks.python.text import text_classifier
 

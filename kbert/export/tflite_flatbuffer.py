@@ -35,6 +35,7 @@ def with_metadata(model_bytes, name, data, files=None):
     >>> metadata_entries(model)["kbert_export"]
     b'{"task": "classifier"}'
     """
+    # lazy: TFLite libraries only for TFLite files
     import flatbuffers
     from ai_edge_litert import schema_py_generated as schema
 
@@ -68,6 +69,7 @@ def metadata_entries(model_bytes):
     >>> sorted(metadata_entries(model_bytes))
     ['CONVERSION_METADATA', 'min_runtime_version']
     """
+    # lazy: TFLite libraries only for TFLite files
     from ai_edge_litert import schema_py_generated as schema
 
     model = schema.Model.GetRootAsModel(model_bytes, 0)

@@ -18,6 +18,8 @@ import functools
 import importlib.util
 import os
 
+from kbert.export.tflite_flatbuffer import metadata_entries, with_metadata
+
 METADATA_NAME = "TFLITE_METADATA"
 MIN_PARSER_VERSION = "1.1.0"  # BertTokenizerOptions' version in the schema
 INPUT_DESCRIPTIONS = {
@@ -89,7 +91,7 @@ def bert_metadata(
     ...               "A classifier.", labels=["rotten", "fresh"])[4:8]
     b'M001'
     """
-    import flatbuffers
+    import flatbuffers  # lazy: TFLite libraries only for TFLite files
 
     schema = metadata_schema()
     tokenizer = schema.ProcessUnitT()
@@ -142,8 +144,6 @@ def populate(model_bytes, metadata, files):
     Example:
     >>> model_bytes = populate(model_bytes, metadata, {"vocab.txt": vocab})
     """
-    from kbert.export.tflite_flatbuffer import with_metadata
-
     return with_metadata(model_bytes, METADATA_NAME, metadata, files)
 
 
@@ -155,8 +155,6 @@ def read_metadata(model_bytes):
     >>> [t.name for t in meta.subgraphMetadata[0].inputTensorMetadata]
     [b'ids', b'segment_ids', b'mask']
     """
-    from kbert.export.tflite_flatbuffer import metadata_entries
-
     data = metadata_entries(model_bytes).get(METADATA_NAME)
     if data is None:
         return None

@@ -11,7 +11,7 @@ import pytest
 
 import kbert.export
 from kbert.export.record import read_record
-from kbert.export.sentences import verification_texts
+from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import features, keras_outputs, tiny_model
 
 

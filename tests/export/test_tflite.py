@@ -10,8 +10,8 @@ from ai_edge_litert import interpreter as litert
 
 import kbert.export
 from kbert.export.runtimes import tflite_custom_ops
-from kbert.export.sentences import verification_texts
 from kbert.export.tflite import TF_TEXT_TFLITE_OPS
+from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (
     features,
     keras_outputs,
