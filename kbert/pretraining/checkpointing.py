@@ -91,7 +91,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         # state right before the first step of each call makes dropout masks
         # depend on the step only, not on how a run was split into calls.
         if self._pending_torch_rng is not None:
-            import torch
+            import torch  # lazy: torch only on the torch backend
 
             torch.set_rng_state(torch.from_numpy(self._pending_torch_rng))
             self._pending_torch_rng = None
@@ -103,7 +103,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         if keras.backend.backend() == "torch":
-            import torch
+            import torch  # lazy: torch only on the torch backend
 
             self._pending_torch_rng = torch.get_rng_state().numpy()
         if self.step != self.last_saved_step and not self.model.stop_training:
@@ -151,7 +151,7 @@ def _random_state(model):
         for i, v in enumerate(model.non_trainable_variables)
     }
     if keras.backend.backend() == "torch":
-        import torch
+        import torch  # lazy: torch only on the torch backend
 
         state["torch_rng"] = torch.get_rng_state().numpy()
     return state

@@ -17,6 +17,7 @@ import os
 import random
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from kbert.pretraining.documents import read_documents
 from kbert.pretraining.instances import create_pair_instances
@@ -191,7 +192,7 @@ class _RecordEncoder:
         self.num_batches += 1
 
     def _mask(self, input_ids, input_mask):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
         if self._mask_fn is None:
             ids = tf.TensorSpec([None, self.max_seq_length], tf.int64)
@@ -304,8 +305,6 @@ def _token_id_lists(tokenizer, texts):
 
 
 def _progress_bar(enabled, total):
-    from tqdm.auto import tqdm
-
     return tqdm(
         total=total, unit="doc", desc="create pretraining data", disable=not enabled
     )

@@ -69,7 +69,7 @@ def count_records(source):
     metadata = read_metadata(source) if isinstance(source, str | os.PathLike) else None
     if metadata is not None:
         return metadata["num_instances"]
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     return int(tf.data.TFRecordDataset(record_files(source)).reduce(0, lambda n, _: n + 1))
 
@@ -103,7 +103,7 @@ def pretraining_dataset(
     >>> ds = pretraining_dataset("data/", batch_size=32)
     >>> pretrainer.fit(ds, steps_per_epoch=1000, epochs=10)
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     metadata = read_metadata(source) if isinstance(source, str | os.PathLike) else None
     if metadata is not None:
@@ -183,7 +183,7 @@ def to_model_inputs(features):
     Example:
     >>> x, y, sample_weight = to_model_inputs(tf.io.parse_example(records, spec))
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     labels = tf.reshape(features["next_sentence_labels"], [-1])
     x = {

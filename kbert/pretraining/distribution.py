@@ -95,7 +95,7 @@ def mirrored_strategy(devices=None):
             "MirroredStrategy needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
             "on JAX use data_parallel() or model_parallel()."
         )
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     return tf.distribute.MirroredStrategy(devices=devices)
 

@@ -21,7 +21,7 @@ def masked_token_counts(
     >>> masked_token_counts("data/train").most_common(1)
     [(1996, 5120)]
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     metadata = read_metadata(source) or {}
     max_seq_length = max_seq_length or metadata["max_seq_length"]

@@ -11,10 +11,10 @@ def plot_learning_curve(metrics_path, png_path, title="BERT pretraining"):
     Example:
     >>> plot_learning_curve("run/metrics.jsonl", "run/learning_curve.png")
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is optional
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib is optional
 
     records = read_metrics(metrics_path)
     panels = (

@@ -104,7 +104,7 @@ class MaskedLMMasker:
         }
 
     def __call__(self, token_ids, padding_mask, seed):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
         token_ids = tf.cast(token_ids, tf.int32)
         batch_size = tf.shape(token_ids)[0]
@@ -202,7 +202,7 @@ class MaskedLMMasker:
 
 def _word_lengths(maskable, word_index):
     """(batch, seq): number of maskable pieces of each word slot."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     batch_size = tf.shape(word_index)[0]
     length = tf.shape(word_index)[1]
@@ -215,7 +215,7 @@ def _word_lengths(maskable, word_index):
 
 def _greedy_words(word_lengths, order, count):
     """Takes words in `order` while they fit in `count`, skipping overshooters."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     lengths = tf.transpose(tf.gather(word_lengths, order, batch_dims=1))
 
