@@ -77,7 +77,16 @@ def convert(args):
     """Loads `args.source` as a kbert model, reports what it held, writes it out.
 
     Example:
-    >>> convert(build_parser().parse_args(["convert", "hf_dir", "out", "--to", "hf"]))
+    >>> argv = ["convert", "splade_tiny_mlm", "out/mlm", "--to", "hf"]
+    >>> convert(build_parser().parse_args(argv))
+    Loaded 42 weights from .../model.safetensors.
+    ...: BertForMaskedLM (...); heads loaded: masked_lm; freshly initialized: none; ...
+    Loaded BertMaskedLM (masked_lm) from ...
+      config: vocabulary_size=30522, num_layers=2, ...
+      vocabulary size: 30522
+      tokenizer: yes
+      parameters: 4,433,210
+    Wrote a Hugging Face directory to out/mlm
     0
     """
     overrides = {}
@@ -146,7 +155,9 @@ def main(argv=None):
     """Runs `kbert ...`; returns the exit status.
 
     Example:
-    >>> main(["convert", "all_minilm_l6_v2", "out/minilm", "--to", "hf"])
+    >>> main(["convert", "splade_tiny_mlm", "out/mlm"])
+    Loaded 42 weights from ...
+    Wrote a kbert preset to out/mlm
     0
     """
     args = build_parser().parse_args(argv)

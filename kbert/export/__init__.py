@@ -4,10 +4,13 @@ Every exporter runs its artifact on the artifact's own runtime against the
 Keras model, on real sentences, before renaming it into place; a failed
 export leaves nothing at the target path.
 
+`saved_model(model, path)`, `tflite(model, path, flavour=...)` and
+`onnx(model, path)` each return the artifact's export record.
+
 Example:
->>> kbert.export.saved_model(classifier, "out/classifier/1")
->>> kbert.export.tflite(classifier, "out/classifier.tflite", flavour="string")
->>> kbert.export.onnx(classifier, "out/classifier.onnx")
+>>> record = kbert.export.onnx(classifier, "out/classifier.onnx")
+>>> record["outputs"], record["verification"]["runtime"]
+(['logits', 'probabilities'], 'onnxruntime ... (CPU)')
 """
 
 from kbert.export.checks import ExportVerificationError

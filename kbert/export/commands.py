@@ -23,7 +23,8 @@ def add_export_command(subparsers):
     """Declares `kbert export MODEL --format ... --output PATH`.
 
     Example:
-    >>> parser = argparse.ArgumentParser()
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
     >>> add_export_command(parser.add_subparsers())
     >>> parser.parse_args(["export", "m", "--format", "onnx", "-o", "m.onnx"]).opset
     18
@@ -76,8 +77,13 @@ def export_command(args):
     """Runs `kbert export`; prints the verification summary.
 
     Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> add_export_command(parser.add_subparsers())
     >>> export_command(parser.parse_args(
-    ...     ["export", "out/c", "--format", "onnx", "-o", "c.onnx"]))
+    ...     ["export", classifier_preset, "--format", "onnx", "-o", "c.onnx"]))
+    Wrote c.onnx (onnx, classifier)
+    Verified: {...}
     0
     """
     model = load_model(args.model)
@@ -116,7 +122,8 @@ def add_verify_command(subparsers):
     """Declares `kbert verify ARTIFACT [ARTIFACT ...] [--model MODEL]`.
 
     Example:
-    >>> parser = argparse.ArgumentParser()
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
     >>> add_verify_command(parser.add_subparsers())
     >>> parser.parse_args(["verify", "a.onnx", "b.tflite"]).artifacts
     ['a.onnx', 'b.tflite']
@@ -143,7 +150,12 @@ def verify_command(args):
     """Runs `kbert verify`; prints the table.
 
     Example:
-    >>> verify_command(parser.parse_args(["verify", "c.onnx"]))
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> add_verify_command(parser.add_subparsers())
+    >>> verify_command(parser.parse_args(["verify", onnx_file, "--model", classifier_preset,
+    ...                                   "--num-examples", "8", "--repeats", "2"]))
+    | artifact ...| keras ...| onnx ...
     0
     """
     source = args.model or records.read_record(args.artifacts[0]).get("source")

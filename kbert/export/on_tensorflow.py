@@ -40,9 +40,11 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
         The export record of the child, with `cross_backend` added.
 
     Example:
-    >>> # KERAS_BACKEND=jax: kbert.export.saved_model runs this for you
-    >>> kbert.export.saved_model(classifier, "out/classifier/1")["cross_backend"]["runtime"]
-    'tf.saved_model.load in the exporting process'
+    >>> # On JAX or torch, kbert.export.saved_model and .tflite call this for you:
+    >>> record = export_on_tensorflow(  # doctest: +SKIP
+    ...     classifier, "kbert.export.saved_model:saved_model", "out/classifier/1",
+    ...     cross_check=lambda path: verify_saved_model(classifier, spec, path, False),
+    ...     directory=True)
     """
     target = atomic_directory if directory else atomic_file
     with tempfile.TemporaryDirectory(prefix="kbert-export-") as work:

@@ -51,9 +51,15 @@ def onnx(model, path, opset=DEFAULT_OPSET, source=None):
         The export record (a dict), with the verification figures.
 
     Example:
-    >>> kbert.export.onnx(classifier, "classifier.onnx")
-    >>> onnxruntime.InferenceSession("classifier.onnx").run(
-    ...     None, {"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
+    >>> record = kbert.export.onnx(classifier, "classifier.onnx")
+    >>> record["verification"]["max_abs_diff"]["probabilities"] < 1e-4
+    True
+    >>> import onnxruntime
+    >>> session = onnxruntime.InferenceSession("classifier.onnx")
+    >>> [output.name for output in session.get_outputs()]
+    ['logits', 'probabilities']
+    >>> session.run(None, token_inputs)[1].shape
+    (3, 2)
     """
     if opset < MIN_OPSET:
         raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
@@ -274,7 +280,9 @@ def verify_onnx(model, spec, path, data):
     """Runs the file on onnxruntime at two shapes against the Keras model.
 
     Example:
-    >>> verify_onnx(classifier, spec, "c.onnx", verification_data(classifier, spec))
+    >>> data = verification_data(classifier, spec)
+    >>> verify_onnx(classifier, spec, onnx_file, data)["shapes"]  # two (batch, sequence)
+    [[16, 16], [8, 10]]
     """
     import onnxruntime  # lazy: a heavy optional library
 

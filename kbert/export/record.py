@@ -55,8 +55,7 @@ def build_record(kind, model, spec, source, verification, **details):
     `outputs` defaults to the spec's output names.
 
     Example:
-    >>> record = build_record("onnx", classifier, export_spec(classifier), None,
-    ...                       {"max_abs_diff": {}}, opset=18)
+    >>> record = build_record("onnx", classifier, spec, None, {"tolerance": 1e-4}, opset=18)
     >>> record["task"], record["outputs"], record["opset"]
     ('classifier', ['logits', 'probabilities'], 18)
     """
@@ -80,9 +79,12 @@ def write_with_record(path, kind, export_record, probe=None):
     inputs) before and after, and its outputs must not change.
 
     Example:
-    >>> write_with_record("out/c.onnx", "onnx", record, probe=features)
-    >>> read_record("out/c.onnx")["task"]
-    'classifier'
+    >>> import shutil
+    >>> _ = shutil.copy(onnx_file, "c.onnx")
+    >>> record = build_record("onnx", classifier, spec, None, {"note": "re-measured"})
+    >>> write_with_record("c.onnx", "onnx", record, probe=token_inputs)
+    >>> read_record("c.onnx")["verification"]
+    {'note': 're-measured'}
     """
     if kind == "saved_model":
         file = os.path.join(path, SAVED_MODEL_RECORD)
@@ -120,8 +122,8 @@ def read_record(path):
     """The export record stored in an artifact, or `{}` when it has none.
 
     Example:
-    >>> read_record("out/c.onnx")["task"]
-    'classifier'
+    >>> read_record(onnx_file)["task"], read_record(tflite_file)["flavour"]
+    ('classifier', 'token_ids')
     """
     kind = artifact_format(path)
     if kind == "saved_model":

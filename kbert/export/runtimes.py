@@ -44,10 +44,10 @@ def run_saved_model(directory, runs, repeats=0):
         modules the process had imported.
 
     Example:
-    >>> outputs, _, modules = run_saved_model("out/sm", [("serving_default",
-    ...     {"text": np.array(["A fine film."])})])
-    >>> "keras" in modules
-    False
+    >>> runs = [("serving_default", {"text": np.array(["A fine film."])})]
+    >>> outputs, _, modules = run_saved_model(saved_model_dir, runs)
+    >>> outputs[0]["probabilities"].shape, "kbert" in modules
+    ((1, 2), False)
     """
     if isinstance(repeats, int):
         repeats = [repeats] * len(runs)
@@ -93,7 +93,9 @@ def run_saved_model_here(directory, runs):
     """`run_saved_model` in this process (`tf.saved_model.load`), no timing.
 
     Example:
-    >>> run_saved_model_here("out/sm", [("serving_default", {"text": texts})])
+    >>> runs = [("serve_token_ids", token_inputs)]
+    >>> run_saved_model_here(saved_model_dir, runs)[0]["logits"].shape
+    (3, 2)
     """
     # lazy: a runtime loads only when an artifact is run
     import tensorflow as tf
@@ -112,8 +114,9 @@ def tflite_custom_ops(model_bytes):
     """Names of the custom (non-builtin) operators in a TFLite flatbuffer.
 
     Example:
-    >>> tflite_custom_ops(open("string.tflite", "rb").read())
-    ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets', 'RaggedTensorToTensor']
+    >>> with open(tflite_file, "rb") as file:  # token ids in: builtin ops only
+    ...     tflite_custom_ops(file.read())
+    []
     """
     # lazy: a runtime loads only when an artifact is run
     from ai_edge_litert import schema_py_generated as schema
@@ -136,9 +139,10 @@ class TFLiteRunner:
     interpreter.
 
     Example:
-    >>> runner = TFLiteRunner("out/model.tflite")
-    >>> runner({"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
-    {'logits': array(...), 'probabilities': array(...)}
+    >>> runner = TFLiteRunner(tflite_file)  # a static batch of 1
+    >>> row = {name: value[:1] for name, value in token_inputs.items()}
+    >>> {name: value.shape for name, value in runner(row).items()}
+    {'logits': (1, 2), 'probabilities': (1, 2)}
     """
 
     def __init__(self, path, num_threads=None):
@@ -186,8 +190,8 @@ class OnnxRunner:
     """An `onnxruntime` CPU session for one ONNX file.
 
     Example:
-    >>> OnnxRunner("out/model.onnx")({"token_ids": ids, ...})["logits"].shape
-    (16, 2)
+    >>> OnnxRunner(onnx_file)(token_inputs)["logits"].shape
+    (3, 2)
     """
 
     def __init__(self, path, num_threads=None):
@@ -254,7 +258,9 @@ def median_seconds(function, repeats=5, warmup=1):
     """Median wall-clock seconds of `function()` over `repeats` calls.
 
     Example:
-    >>> median_seconds(lambda: runner(feeds), repeats=10)
+    >>> runner = OnnxRunner(onnx_file)
+    >>> median_seconds(lambda: runner(token_inputs), repeats=3) > 0
+    True
     """
     for _ in range(warmup):
         function()

@@ -79,7 +79,9 @@ def saved_model(model, path, text_pairs=None, source=None):
         The export record (a dict): signatures, outputs, verification.
 
     Example:
-    >>> kbert.export.saved_model(classifier, "out/classifier/1")
+    >>> record = kbert.export.saved_model(classifier, "out/classifier/1")
+    >>> record["signatures"]["serving_default"], record["signatures"]["serve_token_ids"]
+    (['text'], ['token_ids', 'segment_ids', 'padding_mask'])
     >>> # TF Serving: POST /v1/models/classifier:predict
     >>> #   {"instances": [{"text": "A fine film."}]}
     """
@@ -168,7 +170,7 @@ def graph_ops(directory):
     """Every op type in a SavedModel's graph and function library.
 
     Example:
-    >>> "FastWordpieceTokenizeWithOffsets" in graph_ops("out/classifier/1")
+    >>> "FastWordpieceTokenizeWithOffsets" in graph_ops(saved_model_dir)
     True
     """
     from tensorflow.core.protobuf import saved_model_pb2  # lazy: TF only for SavedModels
@@ -204,7 +206,9 @@ def verify_saved_model(model, spec, directory, fresh_process=True):
     (the cross-backend check, after a fresh-process check has passed).
 
     Example:
-    >>> verify_saved_model(classifier, spec, "out/classifier/1")["max_abs_diff"]
+    >>> verification = verify_saved_model(classifier, spec, saved_model_dir)
+    >>> sorted(verification["max_abs_diff"])
+    ['serve_token_ids', 'serving_default']
     """
     data = verification_data(model, spec)
     runs = [(TOKEN_SIGNATURE, batch) for batch in data.token_batches]

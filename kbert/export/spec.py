@@ -103,7 +103,7 @@ def token_input_shape(spec, batch_size=None, sequence_length=None, name="token_i
     """Shape of one token input: (batch, *extra_dims, seq), or (batch, P) masks.
 
     Example:
-    >>> token_input_shape(spec, sequence_length=128)
+    >>> token_input_shape(spec, sequence_length=128)  # dynamic batch
     (None, 128)
     """
     if name == "mask_positions":

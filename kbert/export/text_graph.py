@@ -22,6 +22,8 @@ def text_features(preprocessor, spec, texts):
     Example:
     >>> texts = {"text": tf.constant(["A fine film."])}
     >>> features, extras = text_features(preprocessor, spec, texts)
+    >>> sorted(features), features["token_ids"].shape, extras
+    (['padding_mask', 'segment_ids', 'token_ids'], TensorShape([1, 16]), {})
     """
     import tensorflow as tf  # lazy: TF only in exported string graphs
 
@@ -66,8 +68,10 @@ def mask_positions(token_ids, mask_token_id):
     """(batch, P) positions of `[MASK]` tokens, P the most in a row; -1 pads.
 
     Example:
-    >>> mask_positions(tf.constant([[2, 4, 9, 4, 3]]), mask_token_id=4)
-    <tf.Tensor: ... numpy=array([[1, 3]], dtype=int32)>
+    >>> token_ids = tf.constant([[2, 4, 9, 4, 3], [2, 9, 4, 3, 0]])
+    >>> mask_positions(token_ids, mask_token_id=4).numpy()
+    array([[ 1,  3],
+           [ 2, -1]], dtype=int32)
     """
     import tensorflow as tf  # lazy: TF only in exported string graphs
 

@@ -111,9 +111,10 @@ def tflite(
         The export record (a dict), with the verification figures.
 
     Example:
-    >>> kbert.export.tflite(classifier, "classifier.tflite", flavour="mediapipe")
-    >>> kbert.export.tflite(classifier, "classifier_int8.tflite",
-    ...                     quantization="dynamic_int8")
+    >>> record = kbert.export.tflite(classifier, "classifier.tflite", flavour="string")
+    >>> record["text_inputs"], record["verification"]["runtime"]
+    (['text'], 'ai_edge_litert + tensorflow-text TFLite ops (...)')
+    >>> # Android apps: flavour="mediapipe"; smaller: quantization="dynamic_int8"
     """
     if flavour not in FLAVOURS:
         raise ValueError(f"flavour must be one of {FLAVOURS}; got {flavour!r}.")
@@ -274,7 +275,11 @@ def convert(model, spec, options):
     """The TFLite flatbuffer (bytes) of one flavour, not yet verified.
 
     Example:
-    >>> model_bytes = convert(classifier, spec, {"flavour": "token_ids", ...})
+    >>> options = {"flavour": "token_ids", "quantization": None,
+    ...            "sequence_length": None, "batch_size": 1}
+    >>> model_bytes = convert(classifier, spec, options)
+    >>> model_bytes[4:8]  # the TFLite file identifier
+    b'TFL3'
     """
     import tensorflow as tf  # lazy: TF only while exporting
 

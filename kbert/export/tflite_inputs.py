@@ -65,7 +65,8 @@ def run_rows(runner, feeds):
     """Runs a batch, one row at a time when the file has a static batch of 1.
 
     Example:
-    >>> run_rows(TFLiteRunner("out/c.tflite"), token_inputs)["logits"].shape
+    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> run_rows(TFLiteRunner(tflite_file), token_inputs)["logits"].shape  # batch 1 file
     (3, 2)
     """
     first = next(iter(runner.input_details))
@@ -83,7 +84,8 @@ def run_tokens(runner, flavour, features):
     sequence length when the file has one; outputs get kbert names.
 
     Example:
-    >>> outputs, used = run_tokens(TFLiteRunner("out/c.tflite"), "token_ids", token_inputs)
+    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> outputs, used = run_tokens(TFLiteRunner(tflite_file), "token_ids", token_inputs)
     >>> sorted(outputs)
     ['logits', 'probabilities']
     """
@@ -103,7 +105,8 @@ def probe_inputs(runner):
     """A small fixed input for any flavour's signature: real text, or token ids.
 
     Example:
-    >>> sorted(probe_inputs(TFLiteRunner("out/c.tflite")))
+    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> sorted(probe_inputs(TFLiteRunner(tflite_file)))
     ['padding_mask', 'segment_ids', 'token_ids']
     """
     feeds = {}

@@ -142,7 +142,12 @@ def populate(model_bytes, metadata, files):
     `files` maps associated file names to their bytes.
 
     Example:
-    >>> model_bytes = populate(model_bytes, metadata, {"vocab.txt": vocab})
+    >>> metadata = bert_metadata(["ids", "mask", "segment_ids"], ["probability"], "kbert",
+    ...                          "A classifier.")
+    >>> with open(tflite_file, "rb") as file:
+    ...     model_bytes = populate(file.read(), metadata, {"vocab.txt": b"[PAD]"})
+    >>> read_metadata(model_bytes).name
+    b'kbert'
     """
     return with_metadata(model_bytes, METADATA_NAME, metadata, files)
 
@@ -151,9 +156,9 @@ def read_metadata(model_bytes):
     """The `ModelMetadataT` of a TFLite model, or None when it has none.
 
     Example:
-    >>> meta = read_metadata(open("classifier.tflite", "rb").read())
-    >>> [t.name for t in meta.subgraphMetadata[0].inputTensorMetadata]
-    [b'ids', b'segment_ids', b'mask']
+    >>> with open(tflite_file, "rb") as file:  # a token-id file: no MediaPipe metadata
+    ...     read_metadata(file.read()) is None
+    True
     """
     data = metadata_entries(model_bytes).get(METADATA_NAME)
     if data is None:

@@ -39,7 +39,8 @@ def verify_tflite(model, spec, path, options):
     tolerance; returns the verification summary of the export record.
 
     Example:
-    >>> verify_tflite(classifier, spec, "out/c.tflite", options)["runtime"]
+    >>> options = {"flavour": "token_ids", "quantization": None}
+    >>> verify_tflite(classifier, spec, tflite_file, options)["runtime"]
     'ai_edge_litert'
     """
     flavour, quantization = options["flavour"], options["quantization"]

@@ -154,6 +154,8 @@ def labelled_texts(count=200):
 
     Example:
     >>> texts, labels = labelled_texts(200)
+    >>> len(texts), sorted(set(labels))
+    (200, [0, 1])
     """
     split = _split()
     if split is None:
@@ -194,7 +196,9 @@ def texts_to_features(preprocessor, spec, texts):
     """Token inputs (+ the string signature's extra outputs) as NumPy arrays.
 
     Example:
-    >>> features, extras = texts_to_features(model.preprocessor, spec, {"text": texts})
+    >>> features, extras = texts_to_features(preprocessor, spec, {"text": ["A fine film."]})
+    >>> features["token_ids"]
+    array([[ 2,  6, 31, 32, 12,  3,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0]], dtype=int32)
     """
     import tensorflow as tf  # lazy: TF only when text is tokenized
 
@@ -228,7 +232,7 @@ def random_features(model, spec, rows, length, seed=0):
     """Seeded random token inputs with right padding (no preprocessor).
 
     Example:
-    >>> random_features(model, spec, rows=4, length=16)["token_ids"].shape
+    >>> random_features(classifier, spec, rows=4, length=16)["token_ids"].shape
     (4, 16)
     """
     backbone = getattr(model, "backbone", model)
@@ -252,9 +256,9 @@ def verification_data(model, spec, count=16, preprocessor="model"):
     """Texts and token batches for `model` (see `VerificationData`).
 
     Example:
-    >>> data = verification_data(classifier, export_spec(classifier))
-    >>> data.token_batches[0]["token_ids"].shape
-    (16, 128)
+    >>> data = verification_data(classifier, spec)  # 16 sentences, two shapes
+    >>> [batch["token_ids"].shape for batch in data.token_batches]
+    [(16, 16), (8, 10)]
     """
     preprocessor = model.preprocessor if preprocessor == "model" else preprocessor
     if preprocessor is None:
@@ -283,7 +287,7 @@ def pad_to(features, length):
     """Right-pads (or refuses to cut) token inputs to a static sequence length.
 
     Example:
-    >>> pad_to(features, 128)["token_ids"].shape[-1]
+    >>> pad_to(token_inputs, 128)["token_ids"].shape[-1]
     128
     """
     padded = {}

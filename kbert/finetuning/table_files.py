@@ -4,13 +4,17 @@ from kbert.utils.text_files import read_rows
 
 
 def read_examples(path, text_column, label_column, pair_column=None):
-    """`(texts, labels)` from a CSV (with a header row) or JSONL file.
+    r"""`(texts, labels)` from a CSV (with a header row) or JSONL file.
 
     `texts` is a list of str, or a tuple of two lists when `pair_column` is
     given; `labels` a list of the raw label values (str or number).
 
     Example:
-    >>> texts, labels = read_examples("reviews.csv", "review", "sentiment")
+    >>> with open("reviews.csv", "w") as file:
+    ...     lines = ["review,sentiment", "A fine film.,fresh", "Dull.,rotten"]
+    ...     print(*lines, sep="\n", file=file)
+    >>> read_examples("reviews.csv", "review", "sentiment")
+    (['A fine film.', 'Dull.'], ['fresh', 'rotten'])
     """
     rows = read_rows(path)
     if not rows:

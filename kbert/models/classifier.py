@@ -27,7 +27,9 @@ class BertClassifier(Task):
 
     Example:
     >>> classifier = kbert.BertClassifier(backbone, num_classes=2)
-    >>> classifier.fit(x={"token_ids": ids, "padding_mask": mask}, y=labels)
+    >>> history = classifier.fit(x=token_inputs, y=np.array([0, 1, 1]), verbose=0)
+    >>> classifier.predict(token_inputs, verbose=0).shape
+    (3, 2)
     """
 
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===

@@ -39,9 +39,9 @@ class BertMaskedLM(Task):
 
     Example:
     >>> mlm = kbert.BertMaskedLM(backbone)
-    >>> mlm.predict({"token_ids": ids, "padding_mask": mask,
-    ...              "mask_positions": np.array([[3]])}).shape
-    (1, 1, vocabulary_size)
+    >>> positions = np.array([[3], [1], [2]])
+    >>> mlm.predict({**token_inputs, "mask_positions": positions}, verbose=0).shape
+    (3, 1, 41)
     """
 
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===

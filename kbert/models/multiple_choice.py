@@ -37,10 +37,12 @@ class BertMultipleChoice(Task):
 
     Example:
     >>> chooser = kbert.BertMultipleChoice(backbone, num_choices=4)
-    >>> chooser.predict({"token_ids": ids_b_4_s, "padding_mask": mask_b_4_s}).shape
-    (batch, 4)
+    >>> ones = np.ones((2, 4, 6), "int32")  # (batch, num_choices, seq)
+    >>> inputs = {"token_ids": ones, "segment_ids": 0 * ones, "padding_mask": ones}
+    >>> chooser.predict(inputs, verbose=0).shape
+    (2, 4)
     >>> chooser = kbert.BertMultipleChoice(backbone, 2, preprocessor=preprocessor)
-    >>> chooser.predict((["The sky is"], [["blue", "loud"]])).shape
+    >>> chooser.predict((["The sky is"], [["blue", "loud"]]), verbose=0).shape
     (1, 2)
     """
 

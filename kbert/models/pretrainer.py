@@ -22,7 +22,11 @@ class BertPretrainer(Task):
 
     Example:
     >>> pretrainer = kbert.BertPretrainer(backbone)
-    >>> pretrainer.fit(x=features, y=labels, sample_weight=weights)
+    >>> positions = np.array([[1, 2], [1, 3], [0, 2]])  # P = 2 predictions per row
+    >>> inputs = {**token_inputs, "mask_positions": positions}
+    >>> outputs = pretrainer.predict(inputs, verbose=0)
+    >>> outputs["mlm_logits"].shape, outputs["nsp_logits"].shape
+    ((3, 2, 41), (3, 2))
     """
 
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===

@@ -41,9 +41,9 @@ class BertQuestionAnswerer(Task):
 
     Example:
     >>> qa = kbert.BertQuestionAnswerer(backbone, preprocessor=preprocessor)
-    >>> qa.fit((["Who wrote?"], ["Ada wrote notes."]), ([0], [3]), epochs=3)
-    >>> qa.answer("Who wrote?", "Ada wrote notes.")
-    {'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.52}
+    >>> found = qa.answer("Who wrote?", "Ada wrote notes.")
+    >>> sorted(found), "Ada wrote notes."[found["start"] : found["end"]] == found["answer"]
+    (['answer', 'end', 'score', 'start'], True)
     """
 
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
@@ -177,8 +177,10 @@ class BertQuestionAnswerer(Task):
             questions, a list of those.
 
         Example:
-        >>> qa.answer(["Who wrote?"], ["Ada wrote notes."], top_k=2)
-        [[{'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.52}, {...}]]
+        >>> qa = kbert.BertQuestionAnswerer(backbone, preprocessor=preprocessor)
+        >>> answers = qa.answer(["Who wrote?"], ["Ada wrote notes."], top_k=2)
+        >>> len(answers), len(answers[0]), answers[0][0]["score"] >= answers[0][1]["score"]
+        (1, 2, True)
         """
         import tensorflow as tf  # lazy: TF only for raw text
 

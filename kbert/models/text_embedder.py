@@ -15,7 +15,7 @@ class BertTextEmbedder(Task):
 
     Example:
     >>> embedder = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
-    >>> embedder.predict(["A man is eating food."]).shape
+    >>> embedder.predict(["A man is eating food."], verbose=0).shape
     (1, 384)
     """
 

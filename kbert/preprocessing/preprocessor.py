@@ -53,8 +53,8 @@ class BertPreprocessor(PreprocessingLayer):
     >>> tokenizer = BertTokenizer(
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "fox", "##es"])
     >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
-    >>> preprocessor(["The foxes"])["token_ids"]
-    <tf.Tensor: shape=(1, 6), dtype=int32, numpy=array([[2, 4, 5, 6, 3, 0]], dtype=int32)>
+    >>> keras.ops.convert_to_numpy(preprocessor(["The foxes"])["token_ids"])
+    array([[2, 4, 5, 6, 3, 0]], dtype=int32)
     """
 
     def __init__(

@@ -78,8 +78,9 @@ class BertTokenizer(PreprocessingLayer):
     Example:
     >>> tokenizer = BertTokenizer(
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "fox", "##es"])
-    >>> tokenizer(["The foxes"])
-    <tf.RaggedTensor [[4, 5, 6]]>
+    >>> ids = tokenizer(["The foxes"])  # [[4, 5, 6]]; a tf.RaggedTensor on TensorFlow
+    >>> tokenizer.detokenize(ids)
+    ['the foxes']
     """
 
     def __init__(

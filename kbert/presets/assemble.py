@@ -55,7 +55,11 @@ def build_backbone(cls, config, overrides):
     """`cls(**config)` with the backbone keys of `overrides` applied (and removed).
 
     Example:
-    >>> build_backbone(kbert.BertBackbone, config, {"dropout": 0.0})
+    >>> overrides = {"dropout": 0.0}
+    >>> build_backbone(kbert.BertBackbone, backbone.get_config(), overrides).dropout
+    0.0
+    >>> overrides  # consumed
+    {}
     """
     config = dict(config)
     for key in sorted(backbone_keys() & set(overrides)):
@@ -119,7 +123,10 @@ def refuse_unused(cls, overrides):
     """Raises when backbone loading left overrides nobody takes.
 
     Example:
-    >>> refuse_unused(kbert.BertBackbone, {"num_classes": 2})  # ValueError
+    >>> refuse_unused(kbert.BertBackbone, {"num_classes": 2})
+    Traceback (most recent call last):
+    ...
+    ValueError: BertBackbone.from_preset got unknown arguments ['num_classes']; ...
     """
     if overrides:
         raise ValueError(
@@ -135,8 +142,10 @@ def build_model(cls, backbone_config, preprocessor, overrides, stored_arguments,
     a backbone). Overrides that are backbone config keys go to the backbone.
 
     Example:
-    >>> model, head_fits = build_model(kbert.BertClassifier, config, None,
+    >>> model, head_fits = build_model(kbert.BertClassifier, backbone.get_config(), None,
     ...                                {"dropout": 0.0}, {"num_classes": 2}, "dir")
+    >>> model.num_classes, model.backbone.dropout, head_fits
+    (2, 0.0, True)
     """
     overrides = dict(overrides)
     if issubclass(cls, BertBackbone):
@@ -153,7 +162,7 @@ def describe_model(model):
 
     Example:
     >>> describe_model(backbone)
-    '(vocabulary_size=30522, num_layers=6, hidden_dim=384, ...)'
+    '(vocabulary_size=41, num_layers=2, hidden_dim=8, ...)'
     """
     backbone = getattr(model, "backbone", model)
     return (

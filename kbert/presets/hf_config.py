@@ -51,8 +51,9 @@ def backbone_arguments(config, path):
     """`BertBackbone` arguments from an HF BERT config; refuses non-BERT models.
 
     Example:
-    >>> backbone_arguments({"hidden_size": 384, "num_hidden_layers": 6, ...}, "dir")
-    {'vocabulary_size': 30522, 'num_layers': 6, 'hidden_dim': 384, ...}
+    >>> arguments = backbone_arguments({"hidden_size": 384, "num_hidden_layers": 6}, "dir")
+    >>> arguments["hidden_dim"], arguments["num_layers"], arguments["vocabulary_size"]
+    (384, 6, 30522)
     """
     model_type = config.get("model_type", "bert")
     problems = []
@@ -130,8 +131,9 @@ def hf_config(model, architecture, dtype):
     """The `config.json` dict for a kbert model saved as `architecture`.
 
     Example:
-    >>> hf_config(classifier, "BertForSequenceClassification", "float32")["num_labels"]
-    2
+    >>> config = hf_config(classifier, "BertForSequenceClassification", "float32")
+    >>> config["architectures"], config["id2label"]
+    (['BertForSequenceClassification'], {'0': 'LABEL_0', '1': 'LABEL_1'})
     """
     backbone = getattr(model, "backbone", model)
     config = {

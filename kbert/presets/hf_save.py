@@ -27,7 +27,9 @@ def save_hf(model, directory):
 
     Example:
     >>> kbert.save_hf(classifier, "out/hf")
-    >>> transformers.BertForSequenceClassification.from_pretrained("out/hf")
+    >>> import transformers
+    >>> transformers.BertForSequenceClassification.from_pretrained("out/hf").num_labels
+    2
     """
     tensors = export_weights(bind_hf_weights(model, model.hf_heads, model.hf_pooler))
     prefixed = model.hf_architecture != "BertModel"

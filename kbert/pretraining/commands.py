@@ -27,7 +27,12 @@ def add_pretrain_command(subparsers):
     """Declares `kbert pretrain` on an argparse `subparsers`.
 
     Example:
-    >>> add_pretrain_command(parser.add_subparsers())
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> subparser = add_pretrain_command(parser.add_subparsers())
+    >>> args = parser.parse_args(["pretrain", "--corpus", "wikipedia", "--output", "out"])
+    >>> args.steps == PretrainingConfig.steps, args.handler is run_pretrain
+    (True, True)
     """
     parser = subparsers.add_parser(
         "pretrain",
@@ -129,7 +134,11 @@ def add_fill_mask_command(subparsers):
     """Declares `kbert fill-mask` on an argparse `subparsers`.
 
     Example:
-    >>> add_fill_mask_command(parser.add_subparsers())
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> subparser = add_fill_mask_command(parser.add_subparsers())
+    >>> parser.parse_args(["fill-mask", "out/model", "The [MASK] sat."]).top_k
+    5
     """
     parser = subparsers.add_parser(
         "fill-mask",

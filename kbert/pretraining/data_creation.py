@@ -65,9 +65,11 @@ def create_pretraining_data(
     Returns the metadata dict (`num_instances`, `num_tokens`, file names...).
 
     Example:
-    >>> tokenizer = kbert.BertTokenizer(vocabulary="vocab.txt")
-    >>> create_pretraining_data(["corpus.txt"], "data/", tokenizer,
-    ...                         max_seq_length=128, dupe_factor=5)
+    >>> tokenizer = kbert.BertTokenizer(vocabulary=vocab_file)
+    >>> metadata = create_pretraining_data([corpus_file], "data/train", tokenizer,
+    ...                                    max_seq_length=16, dupe_factor=2, progress=False)
+    >>> metadata["max_seq_length"], metadata["num_instances"] > 0
+    (16, True)
     """
     if masking not in ("static", "dynamic"):
         raise ValueError(f"masking must be 'static' or 'dynamic'; got {masking!r}.")

@@ -41,6 +41,8 @@ def serialize_example(features):
 
     Example:
     >>> data = serialize_example({"input_ids": [2, 7, 3], "masked_lm_weights": [1.0]})
+    >>> isinstance(data, bytes)
+    True
     """
     import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
@@ -61,8 +63,10 @@ class ShardedRecordWriter:
     stream straight to disk. Use as a context manager.
 
     Example:
-    >>> with ShardedRecordWriter("out/data", num_shards=2) as writer:
+    >>> with ShardedRecordWriter("data", num_shards=2) as writer:
     ...     writer.write(serialize_example({"input_ids": [2, 3]}))
+    >>> writer.num_records, writer.paths
+    (1, ['data-00000-of-00002.tfrecord', 'data-00001-of-00002.tfrecord'])
     """
 
     def __init__(self, prefix, num_shards=1):

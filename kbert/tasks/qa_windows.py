@@ -43,10 +43,11 @@ def question_windows(
         by pair.
 
     Example:
+    >>> context = "one two three one two three one two three one two three"
     >>> windows = question_windows(tokenizer, tf.constant(["who?"]),
-    ...                            tf.constant(["a long context ..."]), 16, 2)
-    >>> windows["example_index"].numpy()
-    array([0, 0, 0], dtype=int32)
+    ...                            tf.constant([context]), 16, 2)
+    >>> windows["example_index"].numpy()  # 12 context pieces, 11 per window
+    array([0, 0], dtype=int32)
     """
     import tensorflow as tf  # lazy: TF only for raw text
 

@@ -44,10 +44,11 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
         label on its first piece, -100 elsewhere).
 
     Example:
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "fox", "##es"])
     >>> out = align_words(tokenizer, tf.constant(["foxes fox"]), 6, tf.constant([[3, 4]]))
-    >>> out["token_ids"].numpy(), out["word_ids"].numpy(), out["labels"].numpy()
-    ([[2, 4, 5, 4, 3, 0]], [[-1, 0, 0, 1, -1, -1]], [[-100, 3, -100, 4, -100, -100]])
+    >>> [tokenizer.id_to_token(i) for i in out["token_ids"].numpy()[0]]
+    ['[CLS]', 'fox', '##es', 'fox', '[SEP]', '[PAD]']
+    >>> out["word_ids"].numpy().tolist(), out["labels"].numpy().tolist()
+    ([[-1, 0, 0, 1, -1, -1]], [[-100, 3, -100, 4, -100, -100]])
     """
     import tensorflow as tf  # lazy: TF only for raw text
 
