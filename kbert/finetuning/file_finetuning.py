@@ -33,6 +33,7 @@ def finetune_on_files(
     its accuracy.
 
     Example:
+    >>> # Minutes of training: tests/finetuning runs it at toy size.
     >>> results = finetune_on_files("reviews.csv", "out/finetune",  # doctest: +SKIP
     ...     text_column="review", label_column="sentiment")
     """

@@ -182,8 +182,9 @@ class BertPreprocessor(PreprocessingLayer):
         `strip_accents`, `normalization`, `max_input_chars_per_word`).
 
         Example:
-        >>> preprocessor = BertPreprocessor.from_preset(  # doctest: +SKIP
-        ...     "path/to/model", sequence_length=64)
+        >>> preprocessor = BertPreprocessor.from_preset(minilm_dir, sequence_length=64)
+        >>> preprocessor.sequence_length, preprocessor.tokenizer.lowercase
+        (64, True)
         """
         tokenizer_keys = ("lowercase", "strip_accents", "normalization")
         tokenizer_keys += ("max_input_chars_per_word", "vocabulary")

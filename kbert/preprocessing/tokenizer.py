@@ -341,7 +341,8 @@ class BertTokenizer(PreprocessingLayer):
         say (e.g. `normalization="tflite"`).
 
         Example:
-        >>> tokenizer = BertTokenizer.from_preset("path/to/model")  # doctest: +SKIP
+        >>> BertTokenizer.from_preset("all_minilm_l6_v2").vocabulary_size()
+        30522
         """
         arguments = hf_tokenizer_files.read_tokenizer_files(resolve_source(directory))
         arguments.update(kwargs)

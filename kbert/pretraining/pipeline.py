@@ -101,6 +101,7 @@ def run_pretraining(config):
     Raises `TrainingDivergedError` when the loss stops being finite.
 
     Example:
+    >>> # Minutes of training: tests/pretraining runs it at toy size.
     >>> results = run_pretraining(PretrainingConfig(  # doctest: +SKIP
     ...     corpus=["wikipedia"], output="out/wiki", steps=2000))
     """
