@@ -45,7 +45,7 @@ class BertBackbone(PresetMixin, FunctionalModel):
     ...     intermediate_dim=16)
     >>> out = backbone({"token_ids": np.array([[2, 5, 3, 0]]),
     ...                 "padding_mask": np.array([[1, 1, 1, 0]])})
-    >>> out["sequence_output"].shape, out["pooled_output"].shape
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
     ((1, 4, 8), (1, 8))
     """
 
