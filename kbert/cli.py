@@ -77,16 +77,14 @@ def convert(args):
     """Loads `args.source` as a kbert model, reports what it held, writes it out.
 
     Example:
-    >>> argv = ["convert", "splade_tiny_mlm", "out/mlm", "--to", "hf"]
+    >>> argv = ["convert", classifier_preset, "out/hf", "--to", "hf"]
     >>> convert(build_parser().parse_args(argv))
-    Loaded 42 weights from .../model.safetensors.
-    ...: BertForMaskedLM (...); heads loaded: masked_lm; freshly initialized: none; ...
-    Loaded BertMaskedLM (masked_lm) from ...
-      config: vocabulary_size=30522, num_layers=2, ...
-      vocabulary size: 30522
+    Loaded BertClassifier (classifier) from ...
+      config: vocabulary_size=41, num_layers=2, ...
+      vocabulary size: 41
       tokenizer: yes
-      parameters: 4,433,210
-    Wrote a Hugging Face directory to out/mlm
+      parameters: 1,906
+    Wrote a Hugging Face directory to out/hf
     0
     """
     overrides = {}
@@ -155,7 +153,7 @@ def main(argv=None):
     """Runs `kbert ...`; returns the exit status.
 
     Example:
-    >>> main(["convert", "splade_tiny_mlm", "out/mlm"])
+    >>> main(["convert", "splade_tiny_mlm", "out/mlm"])  # a registered name
     Loaded 42 weights from ...
     Wrote a kbert preset to out/mlm
     0

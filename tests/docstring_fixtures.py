@@ -130,12 +130,12 @@ def _google_dir():
         (weight, variable_at(pretrainer, weight.target))
         for weight in google.head_weights(["masked_lm", "next_sentence"])
     ]
+    tensors = export_weights(bound)  # read eagerly, before the TF1 graph
     directory = os.path.join(session_dir(), "google")
     os.makedirs(directory)
     with tf.Graph().as_default():
         variables = [
-            tf.compat.v1.Variable(value, name=name)
-            for name, value in export_weights(bound).items()
+            tf.compat.v1.Variable(value, name=name) for name, value in tensors.items()
         ]
         saver = tf.compat.v1.train.Saver(variables)
         with tf.compat.v1.Session() as session:
@@ -218,7 +218,8 @@ def _pretraining_run():
     from kbert.pretraining.training import pretrain
 
     directory = os.path.join(session_dir(), "run")
-    pretrainer = kbert.BertPretrainer(get("backbone"))
+    pretrainer = kbert.BertPretrainer(get("backbone"), compile=False)
+    pretrainer.compile(jit_compile=False)  # two steps: compiling would cost more
     pretrain(
         pretrainer,
         get("pretraining_data"),

@@ -76,7 +76,7 @@ def variable_at(root, target):
     """The variable at an attribute path such as `transformer_layers.0.query.kernel`.
 
     Example:
-    >>> variable_at(backbone, "embeddings.token_embedding.embeddings").shape
+    >>> tuple(variable_at(backbone, "embeddings.token_embedding.embeddings").shape)
     (41, 8)
     >>> variable_at(backbone, "transformer_layers.1.query.kernel").path
     'transformer_layer_1/query/kernel'
