@@ -99,7 +99,7 @@ def mirrored_strategy(devices=None):
             "MirroredStrategy needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
             "on JAX use data_parallel() or model_parallel()."
         )
-    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
+    import tensorflow as tf  # lazy: a mirrored strategy is TensorFlow's
 
     return tf.distribute.MirroredStrategy(devices=devices)
 
