@@ -27,9 +27,9 @@ class BertClassifier(Task):
 
     Example:
     >>> classifier = kbert.BertClassifier(backbone, num_classes=2)
-    >>> history = classifier.fit(x=token_inputs, y=np.array([0, 1, 1]), verbose=0)
-    >>> classifier.predict(token_inputs, verbose=0).shape
+    >>> classifier.predict(token_inputs, verbose=0).shape  # float32 logits
     (3, 2)
+    >>> # classifier.fit(x=token_inputs, y=labels): AdamW and the loss are set
     """
 
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
