@@ -219,7 +219,8 @@ def _pretraining_run():
 
     directory = os.path.join(session_dir(), "run")
     pretrainer = kbert.BertPretrainer(get("backbone"), compile=False)
-    pretrainer.compile(jit_compile=False)  # two steps: compiling would cost more
+    # Two steps: XLA costs more than it saves on TensorFlow; JAX without jit is slower.
+    pretrainer.compile(jit_compile=keras.backend.backend() == "jax")
     pretrain(
         pretrainer,
         get("pretraining_data"),

@@ -99,7 +99,7 @@ def pretrain(
     Example:
     >>> from kbert.optimization.optimizers import bert_optimizer
     >>> pretrainer = kbert.BertPretrainer(backbone, compile=False)
-    >>> pretrainer.compile(optimizer=bert_optimizer(total_steps=2), jit_compile=False)
+    >>> pretrainer.compile(optimizer=bert_optimizer(total_steps=2))
     >>> history = pretrain(pretrainer, pretraining_data, total_steps=2, batch_size=2,
     ...                    run_dir="run", log_every=1, verbose=0)
     >>> sorted(os.listdir("run"))
