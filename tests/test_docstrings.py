@@ -2,9 +2,11 @@
 
 Examples run in a fresh working directory per module (so `out/...` paths
 land there), with the module's globals and the fixtures of
-`tests/docstring_fixtures.py` they name. Export examples write TensorFlow
-artifacts whatever the backend, so the exporters' modules run once, in the
-TensorFlow run.
+`tests/docstring_fixtures.py` they name. Modules whose examples do not
+depend on the Keras backend (strings through TensorFlow ops, files,
+checkpoint formats, whose behaviour per backend tests/ checks) run once, in
+the PyTorch run, the shortest; export examples write TensorFlow artifacts
+whatever the backend, so they run in the TensorFlow run.
 """
 
 import doctest
@@ -21,6 +23,29 @@ FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 ONCE_ON_TENSORFLOW = ("kbert.export",)
 # Data and model parallelism are JAX's (the mirrored strategy's lines are skipped).
 ONLY_ON_JAX = ("kbert.pretraining.distribution",)
+ONCE_ON_TORCH = (
+    "kbert.cli",
+    "kbert.data",
+    "kbert.finetuning",
+    "kbert.preprocessing",
+    "kbert.presets",
+    "kbert.sources",
+    "kbert.utils",
+    "kbert.tasks.batching",
+    "kbert.tasks.bio",
+    "kbert.tasks.qa_",
+    "kbert.tasks.token_alignment",
+    "kbert.pretraining.commands",
+    "kbert.pretraining.data_creation",
+    "kbert.pretraining.dataset",
+    "kbert.pretraining.documents",
+    "kbert.pretraining.evaluation",
+    "kbert.pretraining.instances",
+    "kbert.pretraining.learning_curve",
+    "kbert.pretraining.masking",
+    "kbert.pretraining.pipeline",
+    "kbert.pretraining.tfrecords",
+)
 
 
 def _doctests(name):
@@ -43,6 +68,8 @@ def test_docstring_examples(name, tmp_path, monkeypatch):
         pytest.skip("export examples run once, in the TensorFlow run")
     if name.startswith(ONLY_ON_JAX) and keras.backend.backend() != "jax":
         pytest.skip("distribution examples are JAX's")
+    if name.startswith(ONCE_ON_TORCH) and keras.backend.backend() != "torch":
+        pytest.skip("backend-independent examples run once, in the PyTorch run")
     module, tests = _doctests(name)
     monkeypatch.chdir(tmp_path)
     runner = doctest.DocTestRunner(optionflags=FLAGS)
