@@ -35,6 +35,7 @@ ONCE_ON_TORCH = (
     "kbert.tasks.bio",
     "kbert.tasks.qa_",
     "kbert.tasks.token_alignment",
+    "kbert.pretraining.checkpointing",
     "kbert.pretraining.commands",
     "kbert.pretraining.data_creation",
     "kbert.pretraining.dataset",

@@ -85,8 +85,10 @@ class PresetMixin:
         `dtype` too) or give task arguments such as `num_classes`.
 
         Example:
-        >>> kbert.BertBackbone.from_preset("splade_tiny_mlm").num_layers
-        2
+        >>> classifier = kbert.BertClassifier.from_preset(classifier_preset)
+        >>> classifier.num_classes, classifier.backbone.num_layers
+        (2, 2)
+        >>> # kbert.BertMaskedLM.from_preset("splade_tiny_mlm"): a registered name
         """
         return _preset_format("load")(cls, source, **overrides)
 

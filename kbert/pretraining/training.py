@@ -58,9 +58,10 @@ def read_metrics(path):
     """The records of a `MetricsLogger` file, as a list of dicts.
 
     Example:
-    >>> first = read_metrics(os.path.join(pretraining_run, "metrics.jsonl"))[0]
-    >>> first["step"], "loss" in first
-    (1, True)
+    >>> with open("metrics.jsonl", "w") as file:
+    ...     print('{"step": 50, "loss": 9.1}', file=file)
+    >>> read_metrics("metrics.jsonl")
+    [{'step': 50, 'loss': 9.1}]
     """
     with open(path) as file:
         return [json.loads(line) for line in file if line.strip()]
