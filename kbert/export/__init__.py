@@ -7,8 +7,9 @@ export leaves nothing at the target path.
 `saved_model(model, path)`, `tflite(model, path, flavour=...)` and
 `onnx(model, path)` each return the artifact's export record.
 
-Example:
->>> record = kbert.export.onnx(classifier, "out/classifier.onnx")
+Example (`onnx_file` was written by `kbert.export.onnx(classifier, path)`):
+>>> from kbert.export.record import read_record
+>>> record = read_record(onnx_file)  # the record the exporter returned, kept in the file
 >>> record["outputs"], record["verification"]["runtime"]
 (['logits', 'probabilities'], 'onnxruntime ... (CPU)')
 """
