@@ -46,6 +46,7 @@ ONCE_ON_TORCH = (
     "kbert.pretraining.masking",
     "kbert.pretraining.pipeline",
     "kbert.pretraining.tfrecords",
+    "kbert.pretraining.training",  # a training run; tests/pretraining checks each backend
 )
 
 
