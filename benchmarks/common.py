@@ -74,6 +74,6 @@ def run_worker(script, args, backend=None):
 
 
 def print_table(headers, rows):
-    from kbert.finetuning.report import format_table
+    from kbert.utils.tables import markdown_table
 
-    print(format_table(headers, rows))
+    print(markdown_table(headers, rows))

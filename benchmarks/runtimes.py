@@ -53,7 +53,7 @@ def artifact_paths(workdir):
 
 
 def reviews(count, offset=0):
-    from kbert.export.sentences import verification_texts
+    from kbert.export.verification_data import verification_texts
 
     return verification_texts(count, offset)
 
@@ -133,13 +133,13 @@ def export_all(workdir, backend):
 
 def verify_all(workdir):
     from kbert.export.model_source import load_model
-    from kbert.export.verify import format_table, keras_row, verify
+    from kbert.export.report import artifact_row, keras_row, report_table
 
     model = load_model(os.path.join(workdir, "classifier"))
     rows = [keras_row(model, num_examples=200, repeats=5)]
     for path in artifact_paths(workdir).values():
-        rows.append(verify(path, model, num_examples=200, repeats=5))
-    return {"table": format_table(rows)}
+        rows.append(artifact_row(path, model, num_examples=200, repeats=5))
+    return {"table": report_table(rows)}
 
 
 def _features(preprocessor, texts):

@@ -44,10 +44,10 @@ def run_saved_model(directory, runs, repeats=0):
         modules the process had imported.
 
     Example:
-    >>> outputs, _, modules = run_saved_model("out/sm", [("serving_default",
-    ...     {"text": np.array(["A fine film."])})])
-    >>> "keras" in modules
-    False
+    >>> runs = [("serving_default", {"text": np.array(["A fine film."])})]
+    >>> outputs, _, modules = run_saved_model(saved_model_dir, runs)
+    >>> outputs[0]["probabilities"].shape, "kbert" in modules
+    ((1, 2), False)
     """
     if isinstance(repeats, int):
         repeats = [repeats] * len(runs)
@@ -93,8 +93,11 @@ def run_saved_model_here(directory, runs):
     """`run_saved_model` in this process (`tf.saved_model.load`), no timing.
 
     Example:
-    >>> run_saved_model_here("out/sm", [("serving_default", {"text": texts})])
+    >>> runs = [("serve_token_ids", token_inputs)]
+    >>> run_saved_model_here(saved_model_dir, runs)[0]["logits"].shape
+    (3, 2)
     """
+    # lazy: a runtime loads only when an artifact is run
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 - registers the tf-text ops
 
@@ -111,9 +114,11 @@ def tflite_custom_ops(model_bytes):
     """Names of the custom (non-builtin) operators in a TFLite flatbuffer.
 
     Example:
-    >>> tflite_custom_ops(open("string.tflite", "rb").read())
-    ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets', 'RaggedTensorToTensor']
+    >>> with open(tflite_file, "rb") as file:  # token ids in: builtin ops only
+    ...     tflite_custom_ops(file.read())
+    []
     """
+    # lazy: a runtime loads only when an artifact is run
     from ai_edge_litert import schema_py_generated as schema
 
     model = schema.Model.GetRootAsModel(model_bytes, 0)
@@ -134,19 +139,21 @@ class TFLiteRunner:
     interpreter.
 
     Example:
-    >>> runner = TFLiteRunner("out/model.tflite")
-    >>> runner({"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
-    {'logits': array(...), 'probabilities': array(...)}
+    >>> runner = TFLiteRunner(tflite_file)  # a static batch of 1
+    >>> row = {name: value[:1] for name, value in token_inputs.items()}
+    >>> {name: value.shape for name, value in runner(row).items()}
+    {'logits': (1, 2), 'probabilities': (1, 2)}
     """
 
     def __init__(self, path, num_threads=None):
+        # lazy: a runtime loads only when an artifact is run
         from ai_edge_litert import interpreter as litert
 
         with open(path, "rb") as file:
             model_bytes = file.read()
         self.custom_ops = tflite_custom_ops(model_bytes)
         if self.custom_ops:
-            import tensorflow_text
+            import tensorflow_text  # lazy: a runtime loads only when an artifact is run
 
             self.interpreter = litert.InterpreterWithCustomOps(
                 custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
@@ -183,12 +190,12 @@ class OnnxRunner:
     """An `onnxruntime` CPU session for one ONNX file.
 
     Example:
-    >>> OnnxRunner("out/model.onnx")({"token_ids": ids, ...})["logits"].shape
-    (16, 2)
+    >>> OnnxRunner(onnx_file)(token_inputs)["logits"].shape
+    (3, 2)
     """
 
     def __init__(self, path, num_threads=None):
-        import onnxruntime
+        import onnxruntime  # lazy: a runtime loads only when an artifact is run
 
         options = onnxruntime.SessionOptions()
         if num_threads:
@@ -221,6 +228,7 @@ class MediaPipeClassifierRunner:
     """
 
     def __init__(self, path):
+        # lazy: a runtime loads only when an artifact is run
         from mediapipe.tasks.python.core.base_options import BaseOptions
         from mediapipe.tasks.python.text import text_classifier
 
@@ -250,7 +258,9 @@ def median_seconds(function, repeats=5, warmup=1):
     """Median wall-clock seconds of `function()` over `repeats` calls.
 
     Example:
-    >>> median_seconds(lambda: runner(feeds), repeats=10)
+    >>> runner = OnnxRunner(onnx_file)
+    >>> median_seconds(lambda: runner(token_inputs), repeats=3) > 0
+    True
     """
     for _ in range(warmup):
         function()

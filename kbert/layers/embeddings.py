@@ -15,7 +15,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     Example:
     >>> layer = BertEmbeddings(vocabulary_size=100, hidden_dim=8)
-    >>> layer(np.ones((2, 5), "int32"), np.zeros((2, 5), "int32")).shape
+    >>> tuple(layer(np.ones((2, 5), "int32"), np.zeros((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 

@@ -28,7 +28,7 @@ class BertTransformerLayer(keras.layers.Layer):
     >>> layer = BertTransformerLayer(num_heads=2, intermediate_dim=16)
     >>> x = np.random.rand(2, 5, 8).astype("float32")
     >>> mask = np.ones((2, 1, 1, 5), bool)
-    >>> layer(x, attention_mask=mask).shape
+    >>> tuple(layer(x, attention_mask=mask).shape)
     (2, 5, 8)
     """
 

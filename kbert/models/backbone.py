@@ -49,9 +49,19 @@ class BertBackbone(PresetMixin, FunctionalModel):
     ...     intermediate_dim=16)
     >>> out = backbone({"token_ids": np.array([[2, 5, 3, 0]]),
     ...                 "padding_mask": np.array([[1, 1, 1, 0]])})
-    >>> out["sequence_output"].shape, out["pooled_output"].shape
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
     ((1, 4, 8), (1, 8))
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "backbone"
+    uses_pooler = True
+
+    def export_outputs(self, outputs):
+        return {
+            "sequence_output": outputs["sequence_output"],
+            "pooled_output": outputs["pooled_output"],
+        }
 
     def __init__(
         self,
@@ -301,7 +311,7 @@ def fastest_jit_compile(dtype_policy=None, training=True):
         return False
     if backend == "jax":
         return True
-    import tensorflow as tf  # the TensorFlow backend is loaded already
+    import tensorflow as tf  # lazy: the TensorFlow backend, loaded already
 
     if tf.config.list_physical_devices("GPU"):
         return True

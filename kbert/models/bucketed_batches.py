@@ -104,7 +104,7 @@ class BucketedBatches(keras.utils.PyDataset):
 
     def as_tf_dataset(self):
         """The same batches as a `tf.data.Dataset` with dynamic sequence length."""
-        import tensorflow as tf  # the TensorFlow backend only
+        import tensorflow as tf  # lazy: the TensorFlow backend only
 
         def generate():
             for index in range(len(self)):

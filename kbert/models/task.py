@@ -170,7 +170,7 @@ class Task(PresetMixin, FunctionalModel):
     def _bucketed_raw_dataset(self, dataset, coarse=False):
         """A batched `tf.data.Dataset` of raw samples, preprocessed and each
         batch cut to its bucket length."""
-        import tensorflow as tf  # tf.data pipelines are TensorFlow
+        import tensorflow as tf  # lazy: tf.data pipelines are TensorFlow
 
         buckets = length_batching.bucket_lengths(self._sequence_length, coarse)
         buckets = tf.constant(buckets)
@@ -336,10 +336,8 @@ class Task(PresetMixin, FunctionalModel):
 
         `row_index` None means the batches are already in order (a dataset).
         """
-        from keras.src.callbacks.callback_list import CallbackList
-
         verbose = 1 if verbose == "auto" else verbose
-        callbacks = CallbackList(
+        callbacks = keras.callbacks.CallbackList(
             callbacks,
             add_progbar=verbose != 0,
             verbose=verbose,
@@ -405,7 +403,7 @@ class Task(PresetMixin, FunctionalModel):
             jit_compile = fastest_jit_compile(self.backbone.dtype_policy, training=False)
         backend = keras.backend.backend()
         if backend == "tensorflow":
-            import tensorflow as tf  # the TensorFlow backend
+            import tensorflow as tf  # lazy: only on the TensorFlow backend
 
             cache = self.__dict__.setdefault("_kbert_inference", {})
             if jit_compile not in cache:
@@ -417,7 +415,7 @@ class Task(PresetMixin, FunctionalModel):
             function = cache[jit_compile]
             return lambda x: keras.tree.map_structure(lambda t: t.numpy(), function(x))
         if backend == "jax":
-            import jax  # the JAX backend
+            import jax  # lazy: the JAX backend only
 
             def call(trainable, non_trainable, x):
                 return self.stateless_call(trainable, non_trainable, x, training=False)[0]
@@ -431,7 +429,7 @@ class Task(PresetMixin, FunctionalModel):
             return lambda x: keras.tree.map_structure(
                 np.asarray, function(trainable, non_trainable, x)
             )
-        import torch  # the torch backend
+        import torch  # lazy: the torch backend only
 
         def run(x):
             x = {name: torch.from_numpy(np.asarray(value)) for name, value in x.items()}

@@ -64,8 +64,9 @@ def read_tokenizer_files(directory):
         "strip_accents": bool or None}`.
 
     Example:
-    >>> read_tokenizer_files("path/to/bert-base-uncased")  # doctest: +SKIP
-    {'vocabulary': ['[PAD]', ...], 'lowercase': True, 'strip_accents': None}
+    >>> arguments = read_tokenizer_files(minilm_dir)
+    >>> arguments["vocabulary"][:2], arguments["lowercase"], arguments["strip_accents"]
+    (['[PAD]', '[unused0]'], True, None)
     """
     directory = os.fspath(directory)
     vocab_path = os.path.join(directory, VOCABULARY_FILE)

@@ -7,16 +7,16 @@ import sys
 
 import keras
 import pytest
-from export_helpers import tiny_model
 
-from kbert.export.commands import add_export_parser, add_verify_parser
+from kbert.export.commands import add_export_command, add_verify_command
+from tests.export.export_helpers import tiny_model
 
 
 def _parser():
     parser = argparse.ArgumentParser(prog="kbert")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    add_export_parser(subparsers)
-    add_verify_parser(subparsers)
+    add_export_command(subparsers)
+    add_verify_command(subparsers)
     return parser
 
 
@@ -31,14 +31,13 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     artifact = str(tmp_path / "classifier.onnx")
 
     args = _parser().parse_args(["export", source, "--format", "onnx", "-o", artifact])
-    assert args.func is args.handler
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     assert os.path.isfile(artifact)
 
     args = _parser().parse_args(
         ["verify", artifact, "--num-examples", "20", "--repeats", "2"]
     )
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     table = capsys.readouterr().out.splitlines()[-4:]
     header, _, keras_line, onnx_line = table
     assert header.split("|")[1].strip() == "artifact"

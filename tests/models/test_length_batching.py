@@ -8,12 +8,12 @@ before length bucketing).
 import keras
 import numpy as np
 import pytest
-from test_case import tiny_backbone
 
 import kbert
 from kbert.models import length_batching
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
+from tests.test_case import tiny_backbone
 
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
@@ -258,9 +258,9 @@ def test_minilm_embeddings_on_real_text_equal_fixed_length(minilm_embedder):
     """All-MiniLM-L6-v2 on real reviews and long plot summaries: bucketed
     equals fixed-length, and both equal sentence-transformers' `encode`."""
     import sentence_transformers
+    from kbert.presets.registry import resolve_preset
 
     from kbert.data import rotten_tomatoes
-    from kbert.presets.registry import resolve_preset
 
     reviews, _ = rotten_tomatoes(categories=("fresh", "rotten"))
     plots, _ = rotten_tomatoes(categories=("plot",))

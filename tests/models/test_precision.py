@@ -3,9 +3,9 @@
 import keras
 import numpy as np
 import pytest
-from test_case import tiny_backbone
 
 import kbert
+from tests.test_case import tiny_backbone
 
 TASKS = {
     kbert.BertClassifier: {"num_classes": 2},

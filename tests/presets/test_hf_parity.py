@@ -3,7 +3,9 @@
 import keras
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from tests.presets.presets_helpers import (
     SENTENCES,
     assert_parity,
     hf_run,
@@ -13,8 +15,6 @@ from presets_helpers import (
     save_hf_model,
     token_batch,
 )
-
-import kbert
 
 
 def test_minilm_backbone_matches_transformers(minilm_dir, minilm_batch, minilm_reference):
