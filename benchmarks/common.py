@@ -74,38 +74,9 @@ def run_worker(script, args, backend=None):
 
 
 def print_table(headers, rows):
-    from kbert.finetuning.report import format_table
+    from kbert.utils.tables import markdown_table
 
-    print(format_table(headers, rows))
-
-
-def cpu_description():
-    """`lscpu`'s model name, core count and the flags that decide int8/bf16
-    speed (VNNI, BF16, AMX), for the top of a benchmark's output."""
-    fields = {}
-    try:
-        output = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    except OSError:
-        output = ""
-    for line in output.splitlines():
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip()
-    flags = set(fields.get("Flags", "").split())
-    wanted = (
-        "avx2",
-        "avx512f",
-        "avx512_vnni",
-        "avx_vnni",
-        "avx512_bf16",
-        "amx_bf16",
-        "amx_int8",
-    )
-    present = [flag for flag in wanted if flag in flags]
-    absent = [flag for flag in wanted if flag not in flags]
-    return (
-        f"CPU: {fields.get('Model name', 'unknown')} ({fields.get('CPU(s)', '?')} CPUs; "
-        f"flags: {' '.join(present) or 'none'}; lacks: {' '.join(absent) or 'none'})"
-    )
+    print(markdown_table(headers, rows))
 
 
 def finetune_demo_classifier(preset, train_examples=4000):

@@ -33,7 +33,7 @@ def hf_worker(train_examples, recipe):
     import transformers
 
     from kbert.finetuning.sentiment_demo import sentiment_splits
-    from kbert.presets.loader import resolve_source
+    from kbert.sources import resolve_source
 
     torch.manual_seed(recipe.seed)
     splits = sentiment_splits(train_examples, seed=SPLIT_SEED)

@@ -27,12 +27,8 @@ import json
 import os
 import time
 
-from common import (
-    cpu_description,
-    finetune_demo_classifier,
-    linear_probe_classifier,
-    run_worker,
-)
+from common import finetune_demo_classifier, linear_probe_classifier, run_worker
+from end_to_end import cpu_description
 
 THREADS = 2
 BATCH = 32
@@ -261,7 +257,7 @@ def main():
     script = os.path.abspath(__file__)
     common = ["--workdir", args.workdir, "--train-examples", str(args.train_examples)]
     common += ["--model", args.model]
-    print(cpu_description())
+    print(f"CPU: {cpu_description()}")
     print(run_worker(script, ["--worker", "finetune", *common], "jax"))
     others = [b for b in args.other_backends.split(",") if b]
     for backend in [args.backend, *others]:

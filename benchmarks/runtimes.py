@@ -34,7 +34,8 @@ import json
 import os
 import time
 
-from common import cpu_description, finetune_demo_classifier, print_table, run_worker
+from common import finetune_demo_classifier, print_table, run_worker
+from end_to_end import cpu_description
 
 BATCH = 32
 THREADS = 2
@@ -102,16 +103,16 @@ def export_all(workdir, backend):
 
 def verify_all(workdir):
     from kbert.export.model_source import load_model
-    from kbert.export.record import artifact_format
-    from kbert.export.verify import format_table, keras_row, onnx_runtimes, verify
+    from kbert.export.report import artifact_row, artifact_runtimes, keras_row, report_table
 
     model = load_model(os.path.join(workdir, "classifier"))
     rows = [keras_row(model, num_examples=200, repeats=5)]
     for path in artifact_paths(workdir).values():
-        runtimes = onnx_runtimes() if artifact_format(path) == "onnx" else ["onnxruntime"]
-        for runtime in runtimes:
-            rows.append(verify(path, model, num_examples=200, repeats=5, runtime=runtime))
-    return {"table": format_table(rows)}
+        for runtime in artifact_runtimes(path):
+            rows.append(
+                artifact_row(path, model, num_examples=200, repeats=5, runtime=runtime)
+            )
+    return {"table": report_table(rows)}
 
 
 def _tokenizer(preset, length):
@@ -171,8 +172,7 @@ def systems(workdir, model):
     import numpy as np
     import tensorflow as tf
 
-    from kbert.export.openvino_runtime import OpenVinoRunner
-    from kbert.export.runtimes import OnnxRunner, TFLiteRunner
+    from kbert.export.runtimes import OnnxRunner, OpenVinoRunner, TFLiteRunner
 
     preset = os.path.join(workdir, "classifier")
     paths = artifact_paths(workdir)
@@ -293,7 +293,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     script = os.path.abspath(__file__)
     common = ["--workdir", args.workdir, "--train-examples", str(args.train_examples)]
-    print(cpu_description())
+    print(f"CPU: {cpu_description()}")
     if not args.skip_export:
         print(run_worker(script, ["--worker", "finetune", *common], "jax"))
         for backend in BACKENDS:

@@ -30,7 +30,7 @@ import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")  # XLA: the fastest on this CPU
 
-from kbert.pretraining.commands import add_fill_mask_parser, add_pretrain_parser  # noqa: E402
+from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command  # noqa: E402
 
 SENTENCES = [
     "The [MASK] of France is Paris.",
@@ -44,8 +44,8 @@ def kbert(argv):
     """`kbert ...` for the two subcommands defined in `kbert.pretraining`."""
     parser = argparse.ArgumentParser(prog="kbert")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    add_pretrain_parser(subparsers)
-    add_fill_mask_parser(subparsers)
+    add_pretrain_command(subparsers)
+    add_fill_mask_command(subparsers)
     args = parser.parse_args(argv)
     return args.handler(args)
 

@@ -15,7 +15,7 @@ from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.preprocessing.vocabulary import train_vocabulary
 from kbert.presets.hf_save import save_hf
-from kbert.presets.registry import list_presets
+from kbert.sources import list_presets
 from kbert.tasks.bio import bio_to_spans
 
 __version__ = "0.1.0"

@@ -13,10 +13,13 @@ import contextlib
 import logging
 import sys
 
-from kbert.export.commands import add_export_parser, add_verify_parser
+from kbert.export.commands import add_export_command, add_verify_command
 from kbert.finetuning.commands import add_finetune_command
 from kbert.inference.embed_command import add_embed_command
-from kbert.pretraining.commands import add_fill_mask_parser, add_pretrain_parser
+from kbert.models import task_names
+from kbert.presets.convert import OUTPUT_FORMATS
+from kbert.presets.convert import convert as convert_checkpoint
+from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
 
 
 @contextlib.contextmanager
@@ -41,8 +44,6 @@ def add_convert_command(subparsers):
     Example:
         kbert convert bert_dir out --task classifier --num-classes 3
     """
-    from kbert.presets.tasks import TASK_CLASSES
-
     parser = subparsers.add_parser(
         "convert",
         help="convert a checkpoint (HF, Google BERT, kbert, registered name) "
@@ -54,11 +55,11 @@ def add_convert_command(subparsers):
     parser.add_argument("source")
     parser.add_argument("destination")
     parser.add_argument(
-        "--to", choices=("kbert", "hf"), default="kbert", help="output format (kbert)"
+        "--to", choices=OUTPUT_FORMATS, default="kbert", help="output format (kbert)"
     )
     parser.add_argument(
         "--task",
-        choices=("auto", *TASK_CLASSES),
+        choices=("auto", *task_names()),
         default="auto",
         help="model to build; auto (default) takes the one the checkpoint holds",
     )
@@ -76,26 +77,30 @@ def convert(args):
     """Loads `args.source` as a kbert model, reports what it held, writes it out.
 
     Example:
-    >>> convert(build_parser().parse_args(["convert", "hf_dir", "out", "--to", "hf"]))
+    >>> argv = ["convert", classifier_preset, "out/hf", "--to", "hf"]
+    >>> convert(build_parser().parse_args(argv))
+    Loaded BertClassifier (classifier) from ...
+      config: vocabulary_size=41, num_layers=2, ...
+      vocabulary size: 41
+      tokenizer: yes
+      parameters: 1,906
+    Wrote a Hugging Face directory to out/hf
     0
     """
-    from kbert.presets.hf_save import save_hf
-    from kbert.presets.loader import resolve_source
-    from kbert.presets.tasks import TASK_CLASSES, detect_task
-    from kbert.presets.weight_map import progress_bar
-
-    directory = resolve_source(args.source)
-    task = detect_task(directory) if args.task == "auto" else args.task
-    cls = TASK_CLASSES[task]
     overrides = {}
     if args.num_classes is not None:
         overrides["num_classes"] = args.num_classes
     if args.num_choices is not None:
         overrides["num_choices"] = args.num_choices
-    if args.weights_only:
-        overrides["preprocessor"] = None
-    with _print_loading_log(), progress_bar():
-        model = cls.from_preset(directory, **overrides)
+    with _print_loading_log():
+        model, task, directory = convert_checkpoint(
+            args.source,
+            args.destination,
+            to=args.to,
+            task=args.task,
+            weights_only=args.weights_only,
+            **overrides,
+        )
     backbone = getattr(model, "backbone", model)
     preprocessor = getattr(model, "preprocessor", None)
     print(f"Loaded {type(model).__name__} ({task}) from {directory}")
@@ -110,10 +115,6 @@ def convert(args):
     print(f"  vocabulary size: {backbone.vocabulary_size}")
     print(f"  tokenizer: {'yes' if preprocessor is not None else 'none'}")
     print(f"  parameters: {model.count_params():,}")
-    if args.to == "hf":
-        save_hf(model, args.destination)
-    else:
-        model.save_to_preset(args.destination)
     print(
         f"Wrote {'a Hugging Face directory' if args.to == 'hf' else 'a kbert preset'} "
         f"to {args.destination}"
@@ -125,10 +126,10 @@ COMMANDS = (
     add_convert_command,
     add_finetune_command,
     add_embed_command,
-    add_export_parser,
-    add_verify_parser,
-    add_pretrain_parser,
-    add_fill_mask_parser,
+    add_export_command,
+    add_verify_command,
+    add_pretrain_command,
+    add_fill_mask_command,
 )
 
 
@@ -152,7 +153,9 @@ def main(argv=None):
     """Runs `kbert ...`; returns the exit status.
 
     Example:
-    >>> main(["convert", "all_minilm_l6_v2", "out/minilm", "--to", "hf"])
+    >>> main(["convert", "splade_tiny_mlm", "out/mlm"])  # a registered name
+    Loaded 42 weights from ...
+    Wrote a kbert preset to out/mlm
     0
     """
     args = build_parser().parse_args(argv)

@@ -1,15 +1,23 @@
-"""The shared harness every model test calls.
+"""The shared harnesses of the tests: one for layers, one for preprocessing
+layers, one for models.
 
-`run_model_test` checks, for one model class and one set of arguments: an
-eager call, a variable sequence length, the config round trip, `.keras` and
-preset round trips with identical outputs, one `fit` step, `predict` on a
-`tf.data.Dataset`, and mixed precision (finite outputs, float32 variables).
+- `run_layer_test`: eager and symbolic calls agree on shapes, a training
+  call, the config round trip, a `.keras` round trip with identical outputs,
+  and dtype policies (finite outputs in the compute dtype, float32 variables).
+- `run_preprocessing_layer_test`: the expected outputs, the config round
+  trip, `.keras` and preset round trips (the vocabulary is an asset), the
+  same outputs inside `tf.data`, int32 outputs under a mixed dtype policy.
+- `run_model_test`: an eager call, a variable sequence length, the config
+  round trip, `.keras` and preset round trips with identical outputs, one
+  `fit` step, `predict` on a `tf.data.Dataset`, and mixed precision.
 """
 
 import os
 
 import keras
 import numpy as np
+
+MIXED_POLICIES = ("mixed_bfloat16", "mixed_float16")
 
 TINY_BACKBONE = dict(
     vocabulary_size=64,
@@ -59,6 +67,166 @@ def assert_all_close(actual, expected, atol=1e-6):
         keras.tree.flatten(to_numpy(actual)), keras.tree.flatten(to_numpy(expected))
     ):
         np.testing.assert_allclose(a, e, atol=atol, rtol=0)
+
+
+@keras.saving.register_keras_serializable(package="kbert_tests")
+class LayerHolder(keras.Model):
+    """A model around one layer, so that the layer alone goes through `.keras`."""
+
+    def __init__(self, layer, **kwargs):
+        super().__init__(**kwargs)
+        self.layer = layer
+        self.built = True  # holds no weights of its own
+
+    def call(self, *args, **kwargs):
+        return self.layer(*args, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config["layer"] = keras.saving.serialize_keras_object(self.layer)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["layer"] = keras.saving.deserialize_keras_object(config["layer"])
+        return cls(**config)
+
+
+def keras_round_trip(layer, tmp_path):
+    """The layer after a `.keras` save and load (weights and assets included)."""
+    path = os.path.join(tmp_path, f"{type(layer).__name__}.keras")
+    LayerHolder(layer).save(path)
+    return keras.saving.load_model(path).layer
+
+
+def _symbolic(value):
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "shape"):
+        return keras.KerasTensor(
+            tuple(value.shape), dtype=keras.backend.standardize_dtype(value.dtype)
+        )
+    return value
+
+
+def run_layer_test(
+    cls,
+    init_kwargs,
+    inputs,
+    expected_output_shape,
+    call_kwargs=None,
+    non_config_kwargs=None,
+    float32_outputs=False,
+    tmp_path=None,
+):
+    """Runs the standard checks on `cls(**init_kwargs)` called on `inputs`.
+
+    Args:
+        inputs: the positional call arguments (a tuple).
+        call_kwargs: keyword call arguments (arrays become symbolic too).
+        non_config_kwargs: `dtype -> dict` of constructor arguments that are
+            not config (another layer's weights); such a layer is revived
+            with `from_config` and `set_weights` instead of `.keras`.
+        float32_outputs: the layer outputs float32 under mixed precision.
+    """
+    call_kwargs = call_kwargs or {}
+    extra = non_config_kwargs or (lambda dtype: {})
+    layer = cls(**init_kwargs, **extra(None))
+
+    # Eager and symbolic calls give the expected shapes.
+    outputs = layer(*inputs, **call_kwargs)
+    assert shapes(outputs) == expected_output_shape, (
+        shapes(outputs),
+        expected_output_shape,
+    )
+    symbolic = layer(
+        *[_symbolic(x) for x in inputs],
+        **{k: _symbolic(v) for k, v in call_kwargs.items()},
+    )
+    assert shapes(symbolic) == expected_output_shape
+
+    # A training call (dropout on) runs and stays finite.
+    for value in keras.tree.flatten(to_numpy(layer(*inputs, training=True, **call_kwargs))):
+        assert np.isfinite(value).all()
+
+    # Config round trip.
+    config = layer.get_config()
+    revived = cls.from_config({**config, **extra(None)})
+    assert revived.get_config() == config
+
+    # Serialization: identical outputs after `.keras` (or set_weights).
+    if non_config_kwargs is None:
+        revived = keras_round_trip(layer, tmp_path)
+    else:
+        revived(*inputs, **call_kwargs)
+        revived.set_weights(layer.get_weights())
+    assert_all_close(revived(*inputs, **call_kwargs), outputs)
+
+    # Dtype policies: float32 variables, finite outputs in the compute dtype.
+    for policy in MIXED_POLICIES:
+        mixed = cls(**init_kwargs, dtype=policy, **extra(policy))
+        for value in keras.tree.flatten(mixed(*inputs, **call_kwargs)):
+            expected = "float32" if float32_outputs else policy.split("_")[1]
+            assert keras.backend.standardize_dtype(value.dtype) == expected, policy
+            assert np.isfinite(keras.ops.convert_to_numpy(value).astype("float32")).all()
+        assert {v.dtype for v in mixed.weights} <= {"float32"}, policy
+    return layer
+
+
+def run_preprocessing_layer_test(cls, init_kwargs, input_data, expected_output, tmp_path):
+    """Runs the standard checks on a string layer `cls(**init_kwargs)`.
+
+    `input_data` is a list of strings (or a tuple of two, for pairs);
+    `expected_output` what the layer returns for it, compared exactly.
+    """
+    import tensorflow as tf
+
+    layer = cls(**init_kwargs)
+
+    def check(output, context):
+        assert to_lists(output) == to_lists(expected_output), context
+
+    check(layer(input_data), "eager call")
+
+    # Config round trip: the vocabulary is an asset, never config.
+    config = layer.get_config()
+    assert cls.from_config(config).get_config() == config
+
+    # `.keras` and preset round trips give the same outputs.
+    check(keras_round_trip(layer, tmp_path)(input_data), ".keras round trip")
+    preset = os.path.join(tmp_path, f"{cls.__name__}_preset")
+    layer.save_to_preset(preset)
+    check(cls.from_preset(preset)(input_data), "preset round trip")
+
+    # Inside `tf.data`, on every backend.
+    rows = len(input_data[0] if isinstance(input_data, tuple) else input_data)
+    dataset = tf.data.Dataset.from_tensor_slices(input_data).batch(rows)
+    # A dataset of pairs hands the two segments over as two arguments.
+    mapped = dataset.map(lambda *parts: layer(parts if len(parts) > 1 else parts[0]))
+    check(next(iter(mapped)), "tf.data")
+
+    # A mixed dtype policy leaves ids int32.
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        mixed = cls(**init_kwargs)(input_data)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    for value in keras.tree.flatten(mixed):
+        if hasattr(value, "dtype"):
+            assert keras.backend.standardize_dtype(value.dtype) == "int32"
+    return layer
+
+
+def to_lists(value):
+    """Nested Python lists of ints from any backend's or TF's (ragged) tensors."""
+    if isinstance(value, dict):
+        return {key: to_lists(item) for key, item in value.items()}
+    if hasattr(value, "to_list"):  # tf.RaggedTensor
+        return value.to_list()
+    if isinstance(value, (list, tuple)):
+        return [to_lists(item) for item in value]
+    if hasattr(value, "numpy"):  # TF and torch tensors
+        return value.numpy().tolist()
+    return np.asarray(value).tolist()
 
 
 def _shorten(input_data, length):

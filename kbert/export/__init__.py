@@ -4,11 +4,16 @@ Every exporter runs its artifact on the artifact's own runtime against the
 Keras model, on real sentences, before renaming it into place; a failed
 export leaves nothing at the target path.
 
-Example:
->>> kbert.export.saved_model(classifier, "out/classifier/1")
->>> kbert.export.tflite(classifier, "out/classifier.tflite", flavour="string")
->>> kbert.export.onnx(classifier, "out/classifier.onnx", quantization="dynamic_int8")
->>> kbert.export.openvino(classifier, "out/classifier_openvino")
+`saved_model(model, path)`, `tflite(model, path, flavour=...)`,
+`onnx(model, path, quantization=...)` and `openvino(model, path)` each
+return the artifact's export record. A quantized artifact is also checked
+by prediction agreement on held-out reviews (`kbert.export.agreement`).
+
+Example (`onnx_file` was written by `kbert.export.onnx(classifier, path)`):
+>>> from kbert.export.record import read_record
+>>> record = read_record(onnx_file)  # the record the exporter returned, kept in the file
+>>> record["outputs"], record["verification"]["runtime"]
+(['logits', 'probabilities'], 'onnxruntime ... (CPU)')
 """
 
 from kbert.export.checks import ExportVerificationError
@@ -16,6 +21,5 @@ from kbert.export.onnx import onnx
 from kbert.export.openvino import openvino
 from kbert.export.saved_model import saved_model
 from kbert.export.tflite import tflite
-from kbert.export.verify import verify
 
-__all__ = ["ExportVerificationError", "onnx", "openvino", "saved_model", "tflite", "verify"]
+__all__ = ["ExportVerificationError", "onnx", "openvino", "saved_model", "tflite"]

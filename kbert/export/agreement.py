@@ -4,8 +4,8 @@ A quantized artifact is never within float32's 1e-4 of the Keras model, and
 its max |diff| says little about what users see. What they see is the
 prediction: the class, the tagged label, the answer span. The exporters run
 a quantized artifact on `AGREEMENT_TEXTS` held-out Rotten Tomatoes reviews
-(`kbert.export.sentences`, i.e. `kbert.data`, or the sentences shipped in
-the package when that corpus cannot be fetched), in length-sorted batches
+(`kbert.export.verification_data`, i.e. `kbert.data`, or the sentences
+shipped in the package when that corpus cannot be fetched), in length-sorted batches
 of 32 padded to each batch's longest text, and refuse it when the share of
 predictions equal to the Keras model's falls below `min_agreement`.
 
@@ -22,7 +22,9 @@ What "agreement" means per task:
 
 import numpy as np
 
-from kbert.export.checks import ExportVerificationError
+from kbert.export.checks import ExportVerificationError, max_abs_diff, merge_diffs
+from kbert.export.spec import keras_outputs
+from kbert.export.verification_data import source, token_features, verification_inputs
 
 DEFAULT_MIN_AGREEMENT = 0.99
 # 0.99 then allows 5 different predictions. The Keras reference dominates the
@@ -37,8 +39,10 @@ def prediction_agreement(spec, got, want, features, multi_label=False):
     mean cosine similarity (`"cosine"`), or `(None, None)` for regression.
 
     Example:
-    >>> prediction_agreement(spec, onnx_outputs, keras_outputs, features)
-    (0.994, 'argmax')
+    >>> want = {"logits": np.array([[0.0, 1.0], [2.0, 1.0]])}
+    >>> got = {"logits": np.array([[0.0, 1.0], [0.5, 1.0]])}  # the second flipped
+    >>> prediction_agreement(spec, got, want, token_inputs)
+    (0.5, 'argmax')
     """
     scores, kind = prediction_scores(spec, got, want, features, multi_label)
     return (None, None) if scores is None else (float(np.mean(scores)), kind)
@@ -50,8 +54,9 @@ def prediction_scores(spec, got, want, features, multi_label=False):
     (`problem_type="multi_label"`), compared label by label.
 
     Example:
-    >>> prediction_scores(spec, got, want, features)[0].shape
-    (32,)
+    >>> want = {"logits": np.array([[0.0, 1.0], [2.0, 1.0]])}
+    >>> prediction_scores(spec, want, want, token_inputs)
+    (array([1., 1.]), 'argmax')
     """
     if spec.task in ("text_embedder", "backbone"):
         name = "embeddings" if spec.task == "text_embedder" else "pooled_output"
@@ -90,8 +95,9 @@ def length_batches(features, batch_size=BATCH_SIZE, cut=True):
     `cut=False` keeps the full length, for files with a static one).
 
     Example:
-    >>> [len(rows) for rows, _ in length_batches(features, 32)][:2]
-    [32, 32]
+    >>> [(len(rows), batch["token_ids"].shape) for rows, batch in
+    ...  length_batches(token_inputs, batch_size=2)]  # real lengths 10, 7, 4
+    [(2, (2, 7)), (1, (1, 10))]
     """
     mask = np.asarray(features["padding_mask"])
     lengths = np.sum(mask, axis=-1).reshape(len(mask), -1).max(axis=-1)
@@ -115,25 +121,20 @@ def agreement_features(model, spec, count=None, preprocessor=None):
     inputs only.
 
     Example:
-    >>> features, source = agreement_features(classifier, spec, 500)
+    >>> features, texts = agreement_features(classifier, spec, 40)
+    >>> features["token_ids"].shape, texts
+    ((40, 16), '40 real texts (Rotten Tomatoes test split)')
     """
-    from kbert.export import sentences
-    from kbert.export.verification_data import texts_to_features
-
     preprocessor = preprocessor or model.preprocessor
     if preprocessor is None:
         raise ValueError(
             "Agreement is measured on real text: the model needs a preprocessor."
         )
-    texts = sentences.verification_inputs(spec, count or AGREEMENT_TEXTS)
-    features, _ = texts_to_features(preprocessor, spec, texts)
-    if "mask_positions" in spec.token_inputs:
-        rows = len(features["token_ids"])
-        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (rows, 1))
-    features = {name: features[name] for name in spec.token_inputs}
+    texts = verification_inputs(spec, count or AGREEMENT_TEXTS)
+    features = token_features(preprocessor, spec, texts)
     first = next(iter(texts.values()))
     distinct = len({str(text) for text in first})
-    return features, f"{distinct} real texts ({sentences.source()})"
+    return features, f"{distinct} real texts ({source()})"
 
 
 def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE, cut=True):
@@ -147,18 +148,19 @@ def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE, cut=Tru
     `used`.
 
     Example:
-    >>> runner = OnnxRunner("c.onnx")
-    >>> measure_agreement(classifier, spec, lambda b, _: (runner(b), b), features)
-    (0.994, 'argmax', {'logits': 0.21, 'probabilities': 0.05})
+    >>> from kbert.export.runtimes import OnnxRunner
+    >>> runner = OnnxRunner(onnx_file)
+    >>> features, _ = agreement_features(classifier, spec, 40)
+    >>> value, kind, diffs = measure_agreement(
+    ...     classifier, spec, lambda batch, rows: (runner(batch), batch), features)
+    >>> value, kind, diffs["probabilities"] < 1e-4
+    (1.0, 'argmax', True)
     """
-    from kbert.export.checks import max_abs_diff, merge_diffs
-    from kbert.export.spec import keras_outputs
-
     multi_label = getattr(model, "problem_type", None) == "multi_label"
     scores, kind, diffs = [], None, {}
     for rows, batch in length_batches(features, batch_size, cut):
         got, used = run(batch, rows)
-        want = keras_outputs(model, spec, used)
+        want = keras_outputs(model, used)
         want = {name: value for name, value in want.items() if name in got}
         diffs = merge_diffs(diffs, max_abs_diff(got, want, "The quantized artifact"))
         batch_scores, kind = prediction_scores(spec, got, want, used, multi_label)
@@ -177,6 +179,10 @@ def check_agreement(value, min_agreement, texts, context):
 
     Example:
     >>> check_agreement(0.995, 0.99, "500 real texts", "ONNX dynamic_int8")
+    >>> check_agreement(0.9, 0.99, "500 real texts", "ONNX int8")
+    Traceback (most recent call last):
+    ...
+    kbert.export.checks.ExportVerificationError: ONNX int8: ... agree ... on 0.9000 of ...
     """
     if value is None or min_agreement is None:
         return
@@ -189,3 +195,27 @@ def check_agreement(value, min_agreement, texts, context):
             f"min_agreement={accept:.2f} (kbert export: --min-agreement {accept:.2f}); "
             "or choose another quantization."
         )
+
+
+def verify_agreement(model, spec, run, min_agreement, context, runtime=None, count=None):
+    """Measures and checks the agreement of an artifact run by `run` (as in
+    `measure_agreement`) on held-out reviews; returns the export record's
+    `agreement` entry.
+
+    Example:
+    >>> from kbert.export.runtimes import OnnxRunner
+    >>> runner = OnnxRunner(onnx_file)
+    >>> def run(batch, rows):
+    ...     return runner(batch), batch
+    >>> entry = verify_agreement(classifier, spec, run, 0.99, "ONNX float32", count=40)
+    >>> entry["value"], entry["min_agreement"]
+    (1.0, 0.99)
+    """
+    features, texts = agreement_features(model, spec, count)
+    value, kind, diffs = measure_agreement(model, spec, run, features)
+    check_agreement(value, min_agreement, texts, context)
+    entry = {"value": value, "kind": kind, "texts": texts, "min_agreement": min_agreement}
+    if runtime:
+        entry["runtime"] = runtime
+    entry["max_abs_diff"] = diffs
+    return entry

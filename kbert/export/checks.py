@@ -77,7 +77,12 @@ def check_equal(actual, expected, context):
     """Integer outputs (token ids, positions) must match exactly.
 
     Example:
-    >>> check_equal({'token_ids': ids}, {'token_ids': ids}, 'SavedModel')
+    >>> ids = np.array([[2, 7, 3]])
+    >>> check_equal({"token_ids": ids}, {"token_ids": ids}, "SavedModel")
+    >>> check_equal({"token_ids": ids + 1}, {"token_ids": ids}, "SavedModel")
+    Traceback (most recent call last):
+    ...
+    kbert.export.checks.ExportVerificationError: SavedModel: output 'token_ids' differs ...
     """
     for name, want in expected.items():
         got = np.asarray(actual.get(name))

@@ -1,9 +1,8 @@
 """`kbert export` and `kbert verify` on the command line.
 
-`kbert.cli` wires them in: `add_export_parser(subparsers)` and
-`add_verify_parser(subparsers)` declare the arguments and set `func` (and
-`handler`, the name `kbert.cli` calls) to a function that takes the parsed
-arguments and returns an exit status.
+`kbert.cli` wires them in: `add_export_command(subparsers)` and
+`add_verify_command(subparsers)` declare the arguments and set `handler` to
+a function that takes the parsed arguments and returns an exit status.
 
 Example:
     kbert export out/classifier --format tflite --flavour mediapipe -o out/c.tflite
@@ -12,17 +11,27 @@ Example:
 
 import json
 
+from kbert.export import record as records
+from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
+from kbert.export.model_source import load_model
+from kbert.export.onnx import DEFAULT_OPSET, onnx
+from kbert.export.onnx_quantization import QUANTIZATIONS
+from kbert.export.openvino import openvino
+from kbert.export.report import artifact_row, artifact_runtimes, keras_row, report_table
+from kbert.export.saved_model import saved_model
+from kbert.export.tflite import FLAVOURS, tflite
 
-def add_export_parser(subparsers):
+
+def add_export_command(subparsers):
     """Declares `kbert export MODEL --format ... --output PATH`.
 
     Example:
-    >>> add_export_parser(parser.add_subparsers())
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> add_export_command(parser.add_subparsers())
+    >>> parser.parse_args(["export", "m", "--format", "onnx", "-o", "m.onnx"]).opset
+    18
     """
-    from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
-    from kbert.export.onnx_quantization import QUANTIZATIONS
-    from kbert.export.tflite import FLAVOURS
-
     parser = subparsers.add_parser(
         "export",
         help="export a model to SavedModel, TFLite, ONNX or OpenVINO IR",
@@ -69,33 +78,35 @@ def add_export_parser(subparsers):
         type=float,
         help="TFLite: accept this verification bound (relative when quantized)",
     )
-    parser.add_argument("--opset", type=int, default=18, help="ONNX opset (18)")
-    parser.set_defaults(func=export_command, handler=export_command)
+    parser.add_argument(
+        "--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset ({DEFAULT_OPSET})"
+    )
+    parser.set_defaults(handler=export_command)
 
 
 def export_command(args):
     """Runs `kbert export`; prints the verification summary.
 
     Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> add_export_command(parser.add_subparsers())
     >>> export_command(parser.parse_args(
-    ...     ["export", "out/c", "--format", "onnx", "-o", "c.onnx"]))
+    ...     ["export", classifier_preset, "--format", "onnx", "-o", "c.onnx"]))
+    Wrote c.onnx (onnx, classifier)
+    Verified: {...}
     0
     """
-    import kbert.export as export
-    from kbert.export.model_source import load_model
-
     model = load_model(args.model)
     text_pairs = True if args.text_pairs else None
     if args.format == "saved_model":
-        record = export.saved_model(
-            model, args.output, text_pairs=text_pairs, source=args.model
-        )
+        record = saved_model(model, args.output, text_pairs=text_pairs, source=args.model)
     elif args.format == "openvino":
-        record = export.openvino(
+        record = openvino(
             model, args.output, source=args.model, min_agreement=args.min_agreement
         )
     elif args.format == "onnx":
-        record = export.onnx(
+        record = onnx(
             model,
             args.output,
             opset=args.opset,
@@ -109,7 +120,7 @@ def export_command(args):
             batch_size = None
         elif batch_size != "auto":
             batch_size = int(batch_size)
-        record = export.tflite(
+        record = tflite(
             model,
             args.output,
             flavour=args.flavour,
@@ -132,16 +143,21 @@ def export_command(args):
     return 0
 
 
-def add_verify_parser(subparsers):
+def add_verify_command(subparsers):
     """Declares `kbert verify ARTIFACT [ARTIFACT ...] [--model MODEL]`.
 
     Example:
-    >>> add_verify_parser(parser.add_subparsers())
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> add_verify_command(parser.add_subparsers())
+    >>> parser.parse_args(["verify", "a.onnx", "b.tflite"]).artifacts
+    ['a.onnx', 'b.tflite']
     """
     parser = subparsers.add_parser(
         "verify",
         help="measure exported artifacts against their Keras model",
-        description="Run each ARTIFACT (SavedModel directory, .tflite, .onnx) on its "
+        description="Run each ARTIFACT (SavedModel directory, .tflite, .onnx, OpenVINO "
+        "IR directory) on its "
         "runtime (an .onnx on onnxruntime and, when installed, OpenVINO at the precision "
         "it picks for this CPU and at float32) and print a table: size, runtime, "
         "max |artifact - Keras|, accuracy on held-out Rotten Tomatoes reviews (two-class "
@@ -154,26 +170,21 @@ def add_verify_parser(subparsers):
     )
     parser.add_argument("--num-examples", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=20, help="timed calls (20)")
-    parser.set_defaults(func=verify_command, handler=verify_command)
+    parser.set_defaults(handler=verify_command)
 
 
 def verify_command(args):
     """Runs `kbert verify`; prints the table.
 
     Example:
-    >>> verify_command(parser.parse_args(["verify", "c.onnx"]))
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="kbert")
+    >>> add_verify_command(parser.add_subparsers())
+    >>> verify_command(parser.parse_args(["verify", onnx_file, "--model", classifier_preset,
+    ...                                   "--num-examples", "8", "--repeats", "2"]))
+    | artifact ...| keras ...| onnx ...
     0
     """
-    from kbert.export import record as records
-    from kbert.export.model_source import load_model
-    from kbert.export.verify import (
-        ONNX_RUNTIMES,
-        format_table,
-        keras_row,
-        onnx_runtimes,
-        verify,
-    )
-
     source = args.model or records.read_record(args.artifacts[0]).get("source")
     if not source:
         raise ValueError("Pass --model: the artifact does not name its source model.")
@@ -181,11 +192,9 @@ def verify_command(args):
     text_pairs = records.read_record(args.artifacts[0]).get("text_pairs")
     rows = [keras_row(model, args.num_examples, args.repeats, text_pairs=text_pairs)]
     for artifact in args.artifacts:
-        kinds = {"onnx": onnx_runtimes(), "openvino": ONNX_RUNTIMES[1:]}.get(
-            records.artifact_format(artifact), [None]
-        )
-        for runtime in kinds:
-            options = {"runtime": runtime} if runtime else {}
-            rows.append(verify(artifact, model, args.num_examples, args.repeats, **options))
-    print(format_table(rows))
+        for runtime in artifact_runtimes(artifact):
+            rows.append(
+                artifact_row(artifact, model, args.num_examples, args.repeats, runtime)
+            )
+    print(report_table(rows))
     return 0

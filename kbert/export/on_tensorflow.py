@@ -1,15 +1,17 @@
-"""Exports that need TensorFlow, run from a JAX or PyTorch session.
+"""The one runner of exports that need TensorFlow, from a JAX or PyTorch session.
 
 A SavedModel or a TFLite file is a TensorFlow graph: it must be traced with
 Keras on the TensorFlow backend, which is fixed per process. From another
 backend, the model is saved as a `.keras` file (config, weights, the
 preprocessor's vocabulary), a subprocess with `KERAS_BACKEND=tensorflow`
-loads and exports it (verifying the artifact against the TensorFlow-backend
-model), and this process then checks the artifact against the original
-model too. Both checks use the exporter's tolerance; the artifact is renamed
-into place only after both pass.
+loads it and calls the exporter named by its import path (which verifies the
+artifact against the TensorFlow-backend model), and this process then checks
+the artifact against the original model with the exporter's `cross_check`.
+The artifact is renamed into place only after both pass. Exporters call
+this module; it imports none of them.
 """
 
+import importlib
 import json
 import os
 import subprocess
@@ -18,20 +20,33 @@ import tempfile
 
 import keras
 
+from kbert.export.checks import ExportVerificationError
+from kbert.utils.atomic import atomic_directory, atomic_file
 
-def export_on_tensorflow(model, exporter, path, **options):
-    """Runs `kbert.export.<exporter>(model, path, **options)` on TensorFlow.
 
-    Returns the export record of the child, with `cross_backend` added: the
-    check against this process's model.
+def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **options):
+    """Runs the exporter at import path `exporter` on `model` in a TensorFlow process.
+
+    Args:
+        model: the model, on this process's backend.
+        exporter: `"module:function"`, e.g. `"kbert.export.saved_model:saved_model"`,
+            called as `function(model, path, **options)`.
+        path: where the artifact appears (a directory if `directory`).
+        cross_check: `cross_check(artifact_path)` checks the artifact against
+            `model`; returns the summary kept as the record's `cross_backend`.
+        options: JSON-serializable keyword arguments of the exporter.
+
+    Returns:
+        The export record of the child, with `cross_backend` added.
 
     Example:
-    >>> # KERAS_BACKEND=jax
-    >>> kbert.export.saved_model(classifier, "out/classifier/1")
+    >>> # On JAX or torch, kbert.export.saved_model and .tflite call this for you:
+    >>> record = export_on_tensorflow(  # doctest: +SKIP
+    ...     classifier, "kbert.export.saved_model:saved_model", "out/classifier/1",
+    ...     cross_check=lambda path: verify_saved_model(classifier, spec, path, False),
+    ...     directory=True)
     """
-    from kbert.utils.atomic import atomic_directory, atomic_file
-
-    target = atomic_directory if exporter == "saved_model" else atomic_file
+    target = atomic_directory if directory else atomic_file
     with tempfile.TemporaryDirectory(prefix="kbert-export-") as work:
         keras_file = os.path.join(work, "model.keras")
         model.save(keras_file)
@@ -59,42 +74,32 @@ def export_on_tensorflow(model, exporter, path, **options):
                 raise _child_error(result.stderr)
             with open(job["record"], encoding="utf-8") as file:
                 export_record = json.load(file)
-            export_record["cross_backend"] = _cross_check(model, exporter, tmp, options)
+            export_record["cross_backend"] = cross_check(tmp)
     return export_record
 
 
-def _child_error(stderr):
-    from kbert.export.checks import ExportVerificationError
+def resolve_exporter(import_path):
+    """The function at `"module:function"`.
 
+    Example:
+    >>> resolve_exporter("kbert.export.onnx:onnx") is kbert.export.onnx
+    True
+    """
+    module, _, name = import_path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _child_error(stderr):
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
     error = ExportVerificationError if "ExportVerificationError" in last else RuntimeError
     return error(f"The TensorFlow-backend export failed:\n{stderr[-4000:]}")
 
 
-def _cross_check(model, exporter, path, options):
-    """The artifact against this process's (JAX or torch) model."""
-    from kbert.export.spec import export_spec
-
-    spec = export_spec(model, options.get("text_pairs"))
-    if exporter == "saved_model":
-        from kbert.export.saved_model import verify_saved_model
-
-        # The child has run it in a fresh TensorFlow-only process already.
-        return verify_saved_model(model, spec, path, fresh_process=False)
-    from kbert.export.tflite import verify_tflite
-
-    return verify_tflite(model, spec, path, options)
-
-
 def _main(job_path):
-    import kbert.export as export
-    import kbert.preprocessing  # noqa: F401 - registers the preprocessor classes
-
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
     model = keras.saving.load_model(job["keras_file"], compile=False)
-    exporter = getattr(export, job["exporter"])
-    export_record = exporter(model, job["path"], **job["options"])
+    export_record = resolve_exporter(job["exporter"])(model, job["path"], **job["options"])
     export_record["backend"] = f"tensorflow (exported from {job['from_backend']})"
     with open(job["record"], "w", encoding="utf-8") as file:
         json.dump(export_record, file)

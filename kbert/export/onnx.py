@@ -13,8 +13,8 @@ Inputs are int32 `token_ids`, `segment_ids`, `padding_mask` (and
 `onnxruntime` before it is kept.
 """
 
-import json
 import os
+import pathlib
 
 import keras
 import numpy as np
@@ -22,9 +22,15 @@ import numpy as np
 from kbert.export import checks
 from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
 from kbert.export.onnx_axes import BATCH, POSITIONS, SEQUENCE, name_axes
-from kbert.export.onnx_quantization import QUANTIZATIONS, QuantizationRecipe
-from kbert.export.record import RECORD_NAME
-from kbert.export.spec import export_spec, forward, named_outputs
+from kbert.export.onnx_quantization import (
+    QUANTIZATIONS,
+    QuantizationRecipe,
+    quantize_and_verify,
+)
+from kbert.export.record import build_record, write_with_record
+from kbert.export.runtimes import OnnxRunner
+from kbert.export.spec import export_spec, forward, keras_outputs
+from kbert.export.verification_data import verification_data
 from kbert.utils.atomic import atomic_file
 
 DEFAULT_OPSET = 18
@@ -68,10 +74,21 @@ def onnx(
         The export record (a dict), with the verification figures.
 
     Example:
-    >>> kbert.export.onnx(classifier, "classifier.onnx")
-    >>> kbert.export.onnx(classifier, "classifier_int8.onnx", quantization="dynamic_int8")
-    >>> onnxruntime.InferenceSession("classifier.onnx").run(
-    ...     None, {"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
+    >>> record = kbert.export.onnx(classifier, "classifier.onnx")
+    >>> record["verification"]["max_abs_diff"]["probabilities"] < 1e-4
+    True
+    >>> import onnxruntime
+    >>> session = onnxruntime.InferenceSession("classifier.onnx")
+    >>> [output.name for output in session.get_outputs()]
+    ['logits', 'probabilities']
+    >>> session.get_inputs()[0].shape  # named symbolic axes (kbert.export.onnx_axes)
+    ['batch', 'sequence']
+    >>> session.run(None, token_inputs)[1].shape
+    (3, 2)
+    >>> record = kbert.export.onnx(classifier, "classifier_int8.onnx",
+    ...                            quantization="dynamic_int8", min_agreement=0.5)
+    >>> record["quantization"], record["quantized"]["agreement"]["kind"]
+    ('dynamic_int8', 'argmax')
     """
     if opset < MIN_OPSET:
         raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
@@ -85,8 +102,6 @@ def onnx(
     spec = export_spec(model)
     backend = keras.backend.backend()
     converters = {"tensorflow": _from_tensorflow, "torch": _from_torch, "jax": _from_jax}
-    from kbert.export.verification_data import verification_data
-
     data = verification_data(model, spec)
     with atomic_file(path) as tmp:
         proto = converters[backend](model, spec, opset, data.token_batches[0])
@@ -98,34 +113,27 @@ def onnx(
         verification = verify_onnx(model, spec, tmp, data)
         quantized = None
         if quantization:
-            from kbert.export.onnx_quantization import quantize_and_verify
-
-            proto, quantized = quantize_and_verify(
-                model, spec, tmp, quantization, min_agreement
-            )
-        export_record = {
-            "format": "onnx",
-            "task": spec.task,
-            "class_name": type(model).__name__,
-            "source": os.path.abspath(source) if source else None,
-            "inputs": list(spec.token_inputs),
-            "outputs": list(spec.output_names),
-            "labels": list(spec.labels),
-            "opset": opset,
-            "backend": backend,
-            "converter": {
+            quantized = quantize_and_verify(model, spec, tmp, quantization, min_agreement)
+        export_record = build_record(
+            "onnx",
+            model,
+            spec,
+            source,
+            verification,
+            inputs=list(spec.token_inputs),
+            opset=opset,
+            converter={
                 "tensorflow": "tf2onnx",
                 "torch": "torch.onnx (dynamo)",
                 "jax": "jax2onnx",
             }[backend],
-            "verification": verification,
-            "quantization": quantization
+            quantization=quantization
             if quantization is None or isinstance(quantization, str)
             else "custom",
-        }
+        )
         if quantized:
             export_record["quantized"] = quantized
-        _write_with_record(tmp, proto, export_record, data.token_batches[-1])
+        write_with_record(tmp, "onnx", export_record, data.token_batches[-1])
     return export_record
 
 
@@ -134,6 +142,7 @@ def _input_names(spec):
 
 
 def _from_tensorflow(model, spec, opset, sample):
+    # lazy: TensorFlow and tf2onnx only for an export from the TensorFlow backend
     import tensorflow as tf
     from tf2onnx import optimizer, tf_loader, tfonnx
     from tf2onnx.convert import tensor_names_from_structed
@@ -145,7 +154,7 @@ def _from_tensorflow(model, spec, opset, sample):
 
     @tf.function(input_signature=signature)
     def function(*inputs):
-        outputs = forward(model, spec, dict(zip(spec.token_inputs, inputs)))
+        outputs = forward(model, dict(zip(spec.token_inputs, inputs)))
         return {name: outputs[name] for name in spec.output_names}
 
     concrete = function.get_concrete_function()
@@ -181,7 +190,7 @@ def _shape(spec, name, batch):
 
 
 def _from_torch(model, spec, opset, sample):
-    import torch
+    import torch  # lazy: only on the torch backend
 
     backbone = getattr(model, "backbone", model)
 
@@ -191,7 +200,7 @@ def _from_torch(model, spec, opset, sample):
             self.inner = inner
 
         def forward(self, *inputs):
-            outputs = forward(self.inner, spec, dict(zip(spec.token_inputs, inputs)))
+            outputs = forward(self.inner, dict(zip(spec.token_inputs, inputs)))
             return tuple(outputs[name] for name in spec.output_names)
 
     batch = torch.export.Dim(BATCH)
@@ -227,22 +236,19 @@ def _load_jax2onnx_plugins():
     examples) on its first call: 25 s instead of 5 s, for primitives a Keras
     model never emits. Falls back to the full import if that API changed.
     """
-    import os
-
     try:
-        from jax2onnx.plugins import plugin_system
+        from jax2onnx.plugins import plugin_system  # lazy: only on the JAX backend
     except ImportError:
         return
     if getattr(plugin_system, "_already_imported_plugins", True):
         return
-    import pathlib
-
     root = pathlib.Path(os.path.dirname(plugin_system.__file__))
     plugin_system._import_tree(root / "jax", "jax2onnx.plugins.jax")
     plugin_system._already_imported_plugins = True
 
 
 def _from_jax(model, spec, opset, sample):
+    # lazy: JAX and jax2onnx only on the JAX backend
     import jax
     import jax.numpy as jnp
     from jax2onnx import to_onnx
@@ -256,7 +262,7 @@ def _from_jax(model, spec, opset, sample):
         raw, _ = model.stateless_call(
             trainable, non_trainable, dict(zip(spec.token_inputs, inputs)), training=False
         )
-        outputs = named_outputs(model, spec, raw)
+        outputs = model.export_outputs(raw)
         return tuple(outputs[name] for name in spec.output_names)
 
     batch, sequence, positions = jax.export.symbolic_shape(
@@ -294,7 +300,7 @@ def _order_outputs(proto, spec):
 
 
 def _check_proto(proto, spec, opset):
-    import onnx as onnx_lib
+    import onnx as onnx_lib  # lazy: a heavy optional library
 
     onnx_lib.checker.check_model(proto, full_check=True)
     versions = {o.domain: o.version for o in proto.opset_import}
@@ -319,10 +325,11 @@ def verify_onnx(model, spec, path, data):
     """Runs the file on onnxruntime at two shapes against the Keras model.
 
     Example:
-    >>> verify_onnx(classifier, spec, "c.onnx", verification_data(classifier, spec))
+    >>> data = verification_data(classifier, spec)
+    >>> verify_onnx(classifier, spec, onnx_file, data)["shapes"]  # two (batch, sequence)
+    [[16, 16], [8, 10]]
     """
-    from kbert.export.runtimes import OnnxRunner
-    from kbert.export.spec import keras_outputs
+    import onnxruntime  # lazy: a heavy optional library
 
     runner = OnnxRunner(path)
     diffs = {}
@@ -330,13 +337,11 @@ def verify_onnx(model, spec, path, data):
         shape = batch["token_ids"].shape
         found = checks.check_close(
             runner(batch),
-            keras_outputs(model, spec, batch),
+            keras_outputs(model, batch),
             checks.FLOAT_TOLERANCE,
             f"ONNX Runtime at input shape {shape}",
         )
         diffs = checks.merge_diffs(diffs, found)
-    import onnxruntime
-
     return {
         "runtime": f"onnxruntime {onnxruntime.__version__} (CPU)",
         "inputs": data.source,
@@ -344,16 +349,3 @@ def verify_onnx(model, spec, path, data):
         "tolerance": checks.FLOAT_TOLERANCE,
         "max_abs_diff": diffs,
     }
-
-
-def _write_with_record(path, proto, export_record, probe):
-    """Adds the export record to the verified file and re-runs it unchanged."""
-    from kbert.export.runtimes import OnnxRunner
-
-    before = OnnxRunner(path)(probe)
-    entry = proto.metadata_props.add()
-    entry.key = RECORD_NAME
-    entry.value = json.dumps(export_record, sort_keys=True)
-    with open(path, "wb") as file:
-        file.write(proto.SerializeToString())
-    checks.check_close(OnnxRunner(path)(probe), before, 0.0, "ONNX file after its record")

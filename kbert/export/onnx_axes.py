@@ -38,7 +38,10 @@ def name_axes(proto, spec):
     intermediate shapes keep pointing at the same axis.
 
     Example:
-    >>> name_axes(proto, export_spec(classifier))
+    >>> import onnx
+    >>> proto = onnx.load(onnx_file)
+    >>> proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "unk__1"
+    >>> name_axes(proto, spec)
     >>> [d.dim_param for d in proto.graph.input[0].type.tensor_type.shape.dim]
     ['batch', 'sequence']
     """
@@ -66,8 +69,10 @@ def axis_names(proto):
     """`{input or output name: [axis name or size, ...]}` of a graph.
 
     Example:
-    >>> axis_names(onnx.load("classifier.onnx"))["token_ids"]
-    ['batch', 'sequence']
+    >>> import onnx
+    >>> names = axis_names(onnx.load(onnx_file))
+    >>> names["token_ids"], names["logits"]
+    (['batch', 'sequence'], ['batch', 2])
     """
     names = {}
     for value in list(proto.graph.input) + list(proto.graph.output):

@@ -28,10 +28,11 @@ def weight_matmuls(proto):
     """MatMul nodes whose second input is a 2-D float initializer (dense layers).
 
     Example:
-    >>> len(weight_matmuls(onnx.load("minilm.onnx")))  # 6 per layer + pooler + head
-    38
+    >>> import onnx
+    >>> len(weight_matmuls(onnx.load(onnx_file)))  # 2 layers x 6, pooler, head
+    14
     """
-    import onnx
+    import onnx  # lazy: a heavy optional library, only for ONNX artifacts
 
     initializers = {i.name: i for i in proto.graph.initializer}
     found = []
@@ -48,8 +49,10 @@ def head_matmuls(proto):
     """Names of the dense layers no other dense layer follows: the task head.
 
     Example:
-    >>> head_matmuls(onnx.load("classifier.onnx"))
-    ['node_matmul_37']
+    >>> import onnx
+    >>> proto = onnx.load(onnx_file)
+    >>> [node.name for node in weight_matmuls(proto)].index(*head_matmuls(proto))
+    13
     """
     dense = {node.name for node in weight_matmuls(proto)}
     consumers = {}
@@ -70,9 +73,13 @@ def channel_maxima(proto, names, feeds):
     """Largest |value| per channel (last axis) of tensors `names` over `feeds`.
 
     Example:
-    >>> channel_maxima(proto, ["layer_norm_1"], calibration_feeds)["layer_norm_1"].shape
-    (384,)
+    >>> import onnx
+    >>> proto = onnx.load(onnx_file)
+    >>> tensor = weight_matmuls(proto)[0].input[0]  # the first dense layer's input
+    >>> channel_maxima(proto, [tensor], [token_inputs])[tensor].shape  # hidden_dim 8
+    (8,)
     """
+    # lazy: heavy optional libraries, only for ONNX artifacts
     import onnx
     import onnxruntime
 
@@ -110,10 +117,19 @@ def split_outlier_channels(proto, feeds, ratio=3.0, max_channels=32, skip=()):
         them out of quantization) and `{tensor: number of outlier channels}`.
 
     Example:
-    >>> float_nodes, outliers = split_outlier_channels(proto, feeds)
-    >>> quantize_dynamic(proto, "q.onnx", nodes_to_exclude=float_nodes)
+    >>> import onnx
+    >>> from kbert.export.runtimes import OnnxRunner
+    >>> proto = onnx.load(onnx_file)
+    >>> float_nodes, outliers = split_outlier_channels(proto, [token_inputs], ratio=1.5)
+    >>> len(float_nodes) > 0, len(float_nodes) >= len(outliers)
+    (True, True)
+    >>> onnx.save(proto, "split.onnx")  # the same function in float32:
+    >>> got = OnnxRunner("split.onnx")(token_inputs)["logits"]
+    >>> want = OnnxRunner(onnx_file)(token_inputs)["logits"]
+    >>> float(np.max(np.abs(got - want))) < 1e-5
+    True
     """
-    from onnx import helper, numpy_helper
+    from onnx import helper, numpy_helper  # lazy: a heavy optional library
 
     users = {}
     for node in weight_matmuls(proto):

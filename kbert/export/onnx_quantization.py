@@ -29,6 +29,15 @@ import tempfile
 
 import numpy as np
 
+from kbert.export import agreement
+from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels
+from kbert.export.runtimes import OnnxRunner
+from kbert.export.verification_data import (
+    representative_texts,
+    token_features,
+    verification_inputs,
+)
+
 QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
 CALIBRATION_TEXTS = 256
 
@@ -123,26 +132,21 @@ def calibration_feeds(model, spec, count=CALIBRATION_TEXTS, texts=None):
     feed at its own length (no padding in the statistics).
 
     Example:
-    >>> len(calibration_feeds(classifier, spec, 64))
-    64
+    >>> feeds = calibration_feeds(classifier, spec, 8)
+    >>> len(feeds), sorted(feeds[0]), feeds[0]["token_ids"].shape[0]
+    (8, ['padding_mask', 'segment_ids', 'token_ids'], 1)
     """
-    from kbert.export import sentences
-    from kbert.export.verification_data import texts_to_features
-
     if model.preprocessor is None:
         raise ValueError(
             "Quantization calibrates on real text: the model needs a preprocessor."
         )
-    texts = list(texts or sentences.representative_texts(count))
+    texts = list(texts or representative_texts(count))
     inputs = {spec.text_inputs[0]: texts}
     if len(spec.text_inputs) == 2 and spec.task != "multiple_choice":
         inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
     elif spec.task == "multiple_choice":
-        inputs = sentences.verification_inputs(spec, min(count, len(texts)))
-    features, _ = texts_to_features(model.preprocessor, spec, inputs)
-    if "mask_positions" in spec.token_inputs:
-        rows = len(features["token_ids"])
-        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (rows, 1))
+        inputs = verification_inputs(spec, min(count, len(texts)))
+    features = token_features(model.preprocessor, spec, inputs)
     mask = np.asarray(features["padding_mask"])
     lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(-1).max(-1)
     feeds = []
@@ -172,10 +176,12 @@ def quantize_onnx(float_path, path, recipe, feeds=None):
         float32 and the number of MatMuls quantized.
 
     Example:
-    >>> quantize_onnx("classifier.onnx", "classifier_int8.onnx", "dynamic_int8",
-    ...               calibration_feeds(classifier, spec))
+    >>> summary = quantize_onnx(onnx_file, "classifier_int8.onnx", "dynamic_int8",
+    ...                         calibration_feeds(classifier, spec, 8))
+    >>> summary["method"], summary["per_channel"], summary["float_matmuls"] >= 1
+    ('dynamic', True, True)
     """
-    import onnx
+    import onnx  # lazy: a heavy optional library, only for ONNX artifacts
 
     recipe = recipe_for(recipe)
     summary = recipe.describe()
@@ -183,11 +189,13 @@ def quantize_onnx(float_path, path, recipe, feeds=None):
         raise ValueError(f"The {recipe.method} recipe calibrates on real text: pass feeds.")
     proto = onnx.load(os.fspath(float_path))
     if recipe.method == "float16":
+        # lazy: onnxruntime's tools load only when a file is quantized
         from onnxruntime.transformers.float16 import convert_float_to_float16
 
         onnx.save(convert_float_to_float16(proto, keep_io_types=True), os.fspath(path))
         return summary
     if recipe.method == "blockwise":
+        # lazy: onnxruntime's tools load only when a file is quantized
         from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
         quantizer = MatMulNBitsQuantizer(
@@ -196,8 +204,6 @@ def quantize_onnx(float_path, path, recipe, feeds=None):
         quantizer.process()
         quantizer.model.save_model_to_file(os.fspath(path))
         return summary
-    from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels
-
     keep_float = head_matmuls(proto) if recipe.float_head else []
     outliers = {}
     if recipe.outlier_ratio is not None:
@@ -223,6 +229,7 @@ def quantize_onnx(float_path, path, recipe, feeds=None):
 
 
 def _dynamic(source, path, recipe, keep_float):
+    # lazy: onnxruntime's tools load only when a file is quantized
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(
@@ -237,6 +244,7 @@ def _dynamic(source, path, recipe, keep_float):
 
 
 def _static(source, path, recipe, keep_float, feeds, work):
+    # lazy: onnxruntime's tools load only when a file is quantized
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -244,7 +252,7 @@ def _static(source, path, recipe, keep_float, feeds, work):
         QuantType,
         quantize_static,
     )
-    from onnxruntime.quantization.shape_inference import quant_pre_process
+    from onnxruntime.quantization.shape_inference import quant_pre_process  # lazy: same
 
     if recipe.preprocess:
         prepared = os.path.join(work, "prepared.onnx")
@@ -306,19 +314,18 @@ def _same_shape(feeds, batch_size=8):
 
 def quantize_and_verify(model, spec, path, quantization, min_agreement):
     """Quantizes the verified float32 file at `path` in place, checks its
-    predictions against the Keras model on real text, and returns
-    `(proto, summary)`; raises `ExportVerificationError` below `min_agreement`.
+    predictions against the Keras model on real text and returns what was
+    done (the record's `quantized` entry); raises `ExportVerificationError`
+    below `min_agreement`, leaving `path` as it was.
 
     Example:
-    >>> proto, summary = quantize_and_verify(
-    ...     classifier, spec, "c.onnx", "dynamic_int8", 0.99)
-    >>> summary["agreement"]["value"] >= 0.99
-    True
+    >>> import shutil
+    >>> _ = shutil.copy(onnx_file, "c.onnx")
+    >>> summary = quantize_and_verify(classifier, spec, "c.onnx", "float16", 0.9)
+    >>> summary["method"], summary["agreement"]["value"] >= 0.9
+    ('float16', True)
     """
-    import onnx
-
-    from kbert.export import agreement
-    from kbert.export.runtimes import OnnxRunner
+    import onnxruntime  # lazy: a heavy optional library, only for ONNX artifacts
 
     recipe = recipe_for(quantization)
     feeds = calibration_feeds(model, spec) if recipe.needs_calibration else None
@@ -327,29 +334,17 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
         summary = quantize_onnx(path, quantized, recipe, feeds)
         if feeds:
             summary["calibration"] = f"{len(feeds)} real texts (Rotten Tomatoes training)"
-        features, texts = agreement.agreement_features(model, spec)
         runner = OnnxRunner(quantized)
-        value, kind, diffs = agreement.measure_agreement(
-            model, spec, lambda batch, _: (runner(batch), batch), features
-        )
-        agreement.check_agreement(
-            value,
+        summary["agreement"] = agreement.verify_agreement(
+            model,
+            spec,
+            lambda batch, _: (runner(batch), batch),
             min_agreement,
-            texts,
             f"ONNX quantization={quantization!r} on onnxruntime",
+            runtime=f"onnxruntime {onnxruntime.__version__} (CPU)",
         )
         os.replace(quantized, path)
     finally:
         if os.path.exists(quantized):
             os.remove(quantized)
-    import onnxruntime
-
-    summary["agreement"] = {
-        "value": value,
-        "kind": kind,
-        "texts": texts,
-        "min_agreement": min_agreement,
-        "runtime": f"onnxruntime {onnxruntime.__version__} (CPU)",
-        "max_abs_diff": diffs,
-    }
-    return onnx.load(path), summary
+    return summary

@@ -10,18 +10,19 @@ shapes, and at the precision the plugin picks for this CPU (bf16 where the
 CPU has AVX512_BF16 or AMX) by prediction agreement on held-out reviews.
 """
 
-import json
 import os
 import tempfile
 
-from kbert.export import checks
-from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
-from kbert.export.record import OPENVINO_XML, RECORD_NAME
-from kbert.export.spec import export_spec
+from kbert.export import agreement, checks
+from kbert.export.onnx import onnx as export_onnx
+from kbert.export.record import OPENVINO_XML, build_record, write_with_record
+from kbert.export.runtimes import OpenVinoRunner
+from kbert.export.spec import export_spec, keras_outputs
+from kbert.export.verification_data import verification_data
 from kbert.utils.atomic import atomic_directory
 
 
-def openvino(model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT):
+def openvino(model, path, source=None, min_agreement=agreement.DEFAULT_MIN_AGREEMENT):
     """Exports `model` (token ids in) to a verified OpenVINO IR directory.
 
     Args:
@@ -35,13 +36,13 @@ def openvino(model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT):
         The export record (a dict).
 
     Example:
-    >>> kbert.export.openvino(classifier, "out/classifier_ov")
-    >>> core = openvino.Core()
-    >>> compiled = core.compile_model("out/classifier_ov/openvino_model.xml", "CPU")
+    >>> record = kbert.export.openvino(classifier, "out/classifier_ov")
+    >>> record["verification"]["max_abs_diff"]["probabilities"] < 1e-4
+    True
+    >>> sorted(os.listdir("out/classifier_ov"))
+    ['kbert_export.json', 'openvino_model.bin', 'openvino_model.xml']
     """
-    import openvino as ov
-
-    from kbert.export.onnx import onnx as export_onnx
+    import openvino as ov  # lazy: an optional runtime, only for this format
 
     spec = export_spec(model)
     with tempfile.TemporaryDirectory(prefix="kbert-openvino-") as work:
@@ -51,43 +52,35 @@ def openvino(model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT):
             xml = os.path.join(tmp, OPENVINO_XML)
             ov.save_model(ov.convert_model(onnx_path), xml, compress_to_fp16=False)
             verification = verify_openvino(model, spec, xml, min_agreement)
-            export_record = {
-                "format": "openvino",
-                "task": spec.task,
-                "class_name": type(model).__name__,
-                "source": os.path.abspath(source) if source else None,
-                "inputs": list(spec.token_inputs),
-                "outputs": list(spec.output_names),
-                "labels": list(spec.labels),
-                "backend": onnx_record["backend"],
-                "converter": f"{onnx_record['converter']} -> openvino.convert_model",
-                "onnx_verification": onnx_record["verification"],
-                "verification": verification,
-            }
-            with open(os.path.join(tmp, RECORD_NAME + ".json"), "w") as file:
-                json.dump(export_record, file, indent=2, sort_keys=True)
+            export_record = build_record(
+                "openvino",
+                model,
+                spec,
+                source,
+                verification,
+                inputs=list(spec.token_inputs),
+                converter=f"{onnx_record['converter']} -> openvino.convert_model",
+                onnx_verification=onnx_record["verification"],
+            )
+            write_with_record(tmp, "openvino", export_record)
     return export_record
 
 
-def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
+def verify_openvino(model, spec, xml, min_agreement=agreement.DEFAULT_MIN_AGREEMENT):
     """Runs the IR on OpenVINO against the Keras model; returns the summary.
 
     Example:
-    >>> verify_openvino(classifier, spec, "out/ov/openvino_model.xml")["default_precision"]
-    'bf16'
+    >>> summary = verify_openvino(classifier, spec, onnx_file)  # an .onnx runs too
+    >>> summary["runtime"].startswith("OpenVINO"), summary["tolerance"]
+    (True, 0.0001)
     """
-    from kbert.export import agreement
-    from kbert.export.openvino_runtime import OpenVinoRunner
-    from kbert.export.spec import keras_outputs
-    from kbert.export.verification_data import verification_data
-
     data = verification_data(model, spec)
     forced = OpenVinoRunner(xml, precision="f32")
     diffs = {}
     for batch in data.token_batches:
         found = checks.check_close(
             forced(batch),
-            keras_outputs(model, spec, batch),
+            keras_outputs(model, batch),
             checks.FLOAT_TOLERANCE,
             f"OpenVINO (f32) at input shape {batch['token_ids'].shape}",
         )
@@ -101,22 +94,12 @@ def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
     default = OpenVinoRunner(xml)
     summary["default_precision"] = default.precision
     if default.precision != "f32" and data.texts is not None:
-        features, texts = agreement.agreement_features(model, spec)
-        value, kind, found = agreement.measure_agreement(
-            model, spec, lambda batch, _: (default(batch), batch), features
-        )
-        agreement.check_agreement(
-            value,
+        summary["agreement"] = agreement.verify_agreement(
+            model,
+            spec,
+            lambda batch, _: (default(batch), batch),
             min_agreement,
-            texts,
             f"OpenVINO at its default precision {default.precision}",
+            runtime=default.describe(),
         )
-        summary["agreement"] = {
-            "value": value,
-            "kind": kind,
-            "texts": texts,
-            "min_agreement": min_agreement,
-            "runtime": default.describe(),
-            "max_abs_diff": found,
-        }
     return summary

@@ -1,8 +1,9 @@
 """The export record: what an artifact is, stored inside the artifact.
 
-Each exporter writes a small JSON record (task, flavour, inputs, outputs,
-source model, the verification it passed) where its format keeps extra data,
-so that `kbert verify ARTIFACT` knows how to run it:
+Each exporter builds a small JSON record (`build_record`: task, inputs,
+outputs, source model, the verification it passed, format details) and
+stores it where its format keeps extra data (`write_with_record`), so that
+`kbert verify ARTIFACT` knows how to run it:
 
 - SavedModel: `assets.extra/kbert_export.json` (TF Serving ignores that
   directory; it is where its warm-up requests live too);
@@ -14,9 +15,19 @@ so that `kbert verify ARTIFACT` knows how to run it:
 import json
 import os
 
+import keras
+
+from kbert.export.checks import check_close
+from kbert.export.runtimes import OnnxRunner, TFLiteRunner
+from kbert.export.tflite_flatbuffer import metadata_entries, with_metadata
+
 RECORD_NAME = "kbert_export"
 OPENVINO_XML = "openvino_model.xml"
 SAVED_MODEL_RECORD = os.path.join("assets.extra", RECORD_NAME + ".json")
+FORMATS = ("saved_model", "tflite", "onnx", "openvino")
+# Directory artifacts keep their record as a JSON file inside.
+RECORD_FILES = {"saved_model": SAVED_MODEL_RECORD, "openvino": RECORD_NAME + ".json"}
+RUNNERS = {"tflite": TFLiteRunner, "onnx": OnnxRunner}
 
 
 def artifact_format(path):
@@ -43,53 +54,96 @@ def artifact_format(path):
     )
 
 
-def write_saved_model_record(directory, record):
-    path = os.path.join(directory, SAVED_MODEL_RECORD)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as file:
-        json.dump(record, file, indent=2, sort_keys=True)
+def build_record(kind, model, spec, source, verification, **details):
+    """The export record of an artifact of format `kind` made from `model`.
 
-
-def tflite_with_record(model_bytes, record):
-    """The TFLite flatbuffer with `record` in its `metadata` list.
+    `details` are the format's own entries (flavour, opset, signatures...);
+    `outputs` defaults to the spec's output names.
 
     Example:
-    >>> write_saved_model_record("out/sm", {"task": "classifier"})
+    >>> record = build_record("onnx", classifier, spec, None, {"tolerance": 1e-4}, opset=18)
+    >>> record["task"], record["outputs"], record["opset"]
+    ('classifier', ['logits', 'probabilities'], 18)
     """
-    from kbert.export.tflite_flatbuffer import with_metadata
+    return {
+        "format": kind,
+        "task": spec.task,
+        "class_name": type(model).__name__,
+        "source": os.path.abspath(source) if source else None,
+        "outputs": list(spec.output_names),
+        "labels": list(spec.labels),
+        "backend": keras.backend.backend(),
+        **details,
+        "verification": verification,
+    }
 
-    data = json.dumps(record, sort_keys=True).encode("utf-8")
-    return with_metadata(model_bytes, RECORD_NAME, data)
+
+def write_with_record(path, kind, export_record, probe=None):
+    """Stores `export_record` in the verified artifact at `path`.
+
+    A TFLite or ONNX file is rewritten: it is run on `probe` (a dict of
+    inputs) before and after, and its outputs must not change.
+
+    Example:
+    >>> import shutil
+    >>> _ = shutil.copy(onnx_file, "c.onnx")
+    >>> record = build_record("onnx", classifier, spec, None, {"note": "re-measured"})
+    >>> write_with_record("c.onnx", "onnx", record, probe=token_inputs)
+    >>> read_record("c.onnx")["verification"]
+    {'note': 're-measured'}
+    """
+    if kind in RECORD_FILES:
+        file = os.path.join(path, RECORD_FILES[kind])
+        os.makedirs(os.path.dirname(file), exist_ok=True)
+        with open(file, "w", encoding="utf-8") as handle:
+            json.dump(export_record, handle, indent=2, sort_keys=True)
+        return
+    before = RUNNERS[kind](path)(probe)
+    with open(path, "rb") as handle:
+        data = handle.read()
+    text = json.dumps(export_record, sort_keys=True)
+    if kind == "tflite":
+        data = with_metadata(data, RECORD_NAME, text.encode("utf-8"))
+    else:
+        data = _onnx_with_metadata(data, RECORD_NAME, text)
+    with open(path, "wb") as handle:
+        handle.write(data)
+    after = RUNNERS[kind](path)(probe)
+    check_close(after, before, 0.0, f"The {kind} artifact after adding its export record")
+
+
+def _onnx_with_metadata(data, key, value):
+    import onnx  # lazy: a heavy optional library, only for ONNX artifacts
+
+    proto = onnx.load_from_string(data)
+    entries = [p for p in proto.metadata_props if p.key != key]
+    del proto.metadata_props[:]
+    proto.metadata_props.extend(entries)
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = key, value
+    return proto.SerializeToString()
 
 
 def read_record(path):
     """The export record stored in an artifact, or `{}` when it has none.
 
     Example:
-    >>> read_record("out/model.onnx")["task"]
-    'classifier'
+    >>> read_record(onnx_file)["task"], read_record(tflite_file)["flavour"]
+    ('classifier', 'token_ids')
     """
     kind = artifact_format(path)
-    if kind == "saved_model":
-        file = os.path.join(path, SAVED_MODEL_RECORD)
-        if not os.path.isfile(file):
-            return {}
-        with open(file, encoding="utf-8") as handle:
-            return json.load(handle)
-    if kind == "openvino":
-        file = os.path.join(path, RECORD_NAME + ".json")
+    if kind in RECORD_FILES:
+        file = os.path.join(path, RECORD_FILES[kind])
         if not os.path.isfile(file):
             return {}
         with open(file, encoding="utf-8") as handle:
             return json.load(handle)
     if kind == "tflite":
-        from kbert.export.tflite_flatbuffer import metadata_entries
-
         with open(path, "rb") as handle:
             entries = metadata_entries(handle.read())
         data = entries.get(RECORD_NAME)
         return json.loads(data.decode("utf-8")) if data else {}
-    import onnx
+    import onnx  # lazy: a heavy optional library, only for ONNX artifacts
 
     model = onnx.load(path, load_external_data=False)
     for prop in model.metadata_props:

@@ -5,6 +5,9 @@
 - TFLite: `ai_edge_litert`'s interpreter, with tensorflow-text's TFLite
   registrar only when the model holds custom ops;
 - ONNX: `onnxruntime` on CPU;
+- ONNX or OpenVINO IR: OpenVINO's CPU plugin, which picks its own precision
+  (bfloat16 on CPUs with AVX512_BF16 or AMX, float32 otherwise);
+  `precision="f32"` forces float32, matching onnxruntime's outputs;
 - MediaPipe: `mediapipe.tasks.python.text.TextClassifier`.
 
 Every runner takes and returns dicts of NumPy arrays keyed by input and
@@ -44,10 +47,10 @@ def run_saved_model(directory, runs, repeats=0):
         modules the process had imported.
 
     Example:
-    >>> outputs, _, modules = run_saved_model("out/sm", [("serving_default",
-    ...     {"text": np.array(["A fine film."])})])
-    >>> "keras" in modules
-    False
+    >>> runs = [("serving_default", {"text": np.array(["A fine film."])})]
+    >>> outputs, _, modules = run_saved_model(saved_model_dir, runs)
+    >>> outputs[0]["probabilities"].shape, "kbert" in modules
+    ((1, 2), False)
     """
     if isinstance(repeats, int):
         repeats = [repeats] * len(runs)
@@ -93,8 +96,11 @@ def run_saved_model_here(directory, runs):
     """`run_saved_model` in this process (`tf.saved_model.load`), no timing.
 
     Example:
-    >>> run_saved_model_here("out/sm", [("serving_default", {"text": texts})])
+    >>> runs = [("serve_token_ids", token_inputs)]
+    >>> run_saved_model_here(saved_model_dir, runs)[0]["logits"].shape
+    (3, 2)
     """
+    # lazy: a runtime loads only when an artifact is run
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 - registers the tf-text ops
 
@@ -111,9 +117,11 @@ def tflite_custom_ops(model_bytes):
     """Names of the custom (non-builtin) operators in a TFLite flatbuffer.
 
     Example:
-    >>> tflite_custom_ops(open("string.tflite", "rb").read())
-    ['FastBertNormalize', 'FastWordpieceTokenizeWithOffsets', 'RaggedTensorToTensor']
+    >>> with open(tflite_file, "rb") as file:  # token ids in: builtin ops only
+    ...     tflite_custom_ops(file.read())
+    []
     """
+    # lazy: a runtime loads only when an artifact is run
     from ai_edge_litert import schema_py_generated as schema
 
     model = schema.Model.GetRootAsModel(model_bytes, 0)
@@ -134,19 +142,21 @@ class TFLiteRunner:
     interpreter.
 
     Example:
-    >>> runner = TFLiteRunner("out/model.tflite")
-    >>> runner({"token_ids": ids, "segment_ids": segs, "padding_mask": mask})
-    {'logits': array(...), 'probabilities': array(...)}
+    >>> runner = TFLiteRunner(tflite_file)  # a static batch of 1
+    >>> row = {name: value[:1] for name, value in token_inputs.items()}
+    >>> {name: value.shape for name, value in runner(row).items()}
+    {'logits': (1, 2), 'probabilities': (1, 2)}
     """
 
     def __init__(self, path, num_threads=None):
+        # lazy: a runtime loads only when an artifact is run
         from ai_edge_litert import interpreter as litert
 
         with open(path, "rb") as file:
             model_bytes = file.read()
         self.custom_ops = tflite_custom_ops(model_bytes)
         if self.custom_ops:
-            import tensorflow_text
+            import tensorflow_text  # lazy: a runtime loads only when an artifact is run
 
             self.interpreter = litert.InterpreterWithCustomOps(
                 custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
@@ -183,12 +193,12 @@ class OnnxRunner:
     """An `onnxruntime` CPU session for one ONNX file.
 
     Example:
-    >>> OnnxRunner("out/model.onnx")({"token_ids": ids, ...})["logits"].shape
-    (16, 2)
+    >>> OnnxRunner(onnx_file)(token_inputs)["logits"].shape
+    (3, 2)
     """
 
     def __init__(self, path, num_threads=None):
-        import onnxruntime
+        import onnxruntime  # lazy: a runtime loads only when an artifact is run
 
         options = onnxruntime.SessionOptions()
         if num_threads:
@@ -213,6 +223,75 @@ class OnnxRunner:
         return dict(zip(self.output_names, values))
 
 
+def openvino_version():
+    """The installed OpenVINO release, without its build suffix.
+
+    Example:
+    >>> openvino_version().count(".")
+    2
+    """
+    import openvino  # lazy: a runtime loads only when an artifact is run
+
+    return openvino.__version__.split("-")[0]
+
+
+class OpenVinoRunner:
+    """One ONNX (or OpenVINO IR `.xml`) model compiled for OpenVINO's CPU plugin.
+
+    Args:
+        path: the `.onnx` or `.xml` file.
+        precision: None (the plugin's default for this CPU) or an
+            `INFERENCE_PRECISION_HINT` value such as `"f32"` or `"bf16"`.
+        num_threads: `INFERENCE_NUM_THREADS` (default: the plugin's).
+
+    Example:
+    >>> runner = OpenVinoRunner(onnx_file, precision="f32")
+    >>> runner.precision, runner(token_inputs)["logits"].shape
+    ('f32', (3, 2))
+    """
+
+    def __init__(self, path, precision=None, num_threads=None):
+        import openvino  # lazy: a runtime loads only when an artifact is run
+
+        core = openvino.Core()
+        config = {}
+        if precision:
+            config["INFERENCE_PRECISION_HINT"] = precision
+        if num_threads:
+            config["INFERENCE_NUM_THREADS"] = int(num_threads)
+        self.compiled = core.compile_model(core.read_model(os.fspath(path)), "CPU", config)
+        self.precision = self.compiled.get_property(
+            "INFERENCE_PRECISION_HINT"
+        ).get_type_name()
+        self.request = self.compiled.create_infer_request()
+        self.inputs = list(self.compiled.inputs)
+        self.output_names = [o.get_any_name() for o in self.compiled.outputs]
+
+    def describe(self):
+        """`"OpenVINO 2026.4.1 CPU (bf16)"`: runtime and the precision it runs."""
+        return f"OpenVINO {openvino_version()} CPU ({self.precision})"
+
+    def _feed_name(self, port, feeds, position):
+        """The feed for one input: a tensor can carry several names (an ONNX
+        input and the Cast that follows it), one of which is the input's."""
+        for name in port.get_names():
+            if name in feeds:
+                return name
+        return list(feeds)[position]
+
+    def __call__(self, feeds):
+        inputs = {}
+        for position, port in enumerate(self.inputs):
+            name = self._feed_name(port, feeds, position)
+            dtype = port.get_element_type().to_dtype()
+            inputs[port] = np.ascontiguousarray(np.asarray(feeds[name]).astype(dtype))
+        results = self.request.infer(inputs)
+        return {
+            name: np.array(results[port])  # a copy: the request reuses its buffers
+            for name, port in zip(self.output_names, self.compiled.outputs)
+        }
+
+
 class MediaPipeClassifierRunner:
     """MediaPipe Tasks' `TextClassifier` on a TFLite file with BERT metadata.
 
@@ -221,6 +300,7 @@ class MediaPipeClassifierRunner:
     """
 
     def __init__(self, path):
+        # lazy: a runtime loads only when an artifact is run
         from mediapipe.tasks.python.core.base_options import BaseOptions
         from mediapipe.tasks.python.text import text_classifier
 
@@ -250,7 +330,9 @@ def median_seconds(function, repeats=5, warmup=1):
     """Median wall-clock seconds of `function()` over `repeats` calls.
 
     Example:
-    >>> median_seconds(lambda: runner(feeds), repeats=10)
+    >>> runner = OnnxRunner(onnx_file)
+    >>> median_seconds(lambda: runner(token_inputs), repeats=3) > 0
+    True
     """
     for _ in range(warmup):
         function()

@@ -13,10 +13,17 @@ no tensorflow-text op missing from the tensorflow-text that TF Serving
 2.14-2.19 link (2.12).
 """
 
+import os
+
 import keras
 
-from kbert.export import checks, record
-from kbert.export.spec import export_spec, forward, token_input_shape
+from kbert.export import checks
+from kbert.export.on_tensorflow import export_on_tensorflow
+from kbert.export.record import build_record, write_with_record
+from kbert.export.runtimes import run_saved_model, run_saved_model_here
+from kbert.export.spec import export_spec, forward, keras_outputs, token_input_shape
+from kbert.export.text_graph import text_features
+from kbert.export.verification_data import texts_to_features, verification_data
 from kbert.utils.atomic import atomic_directory
 
 TEXT_SIGNATURE = "serving_default"
@@ -72,54 +79,52 @@ def saved_model(model, path, text_pairs=None, source=None):
         The export record (a dict): signatures, outputs, verification.
 
     Example:
-    >>> kbert.export.saved_model(classifier, "out/classifier/1")
+    >>> record = kbert.export.saved_model(classifier, "out/classifier/1")
+    >>> record["signatures"]["serving_default"], record["signatures"]["serve_token_ids"]
+    (['text'], ['token_ids', 'segment_ids', 'padding_mask'])
     >>> # TF Serving: POST /v1/models/classifier:predict
     >>> #   {"instances": [{"text": "A fine film."}]}
     """
-    if keras.backend.backend() != "tensorflow":
-        from kbert.export.on_tensorflow import export_on_tensorflow
-
-        return export_on_tensorflow(
-            model, "saved_model", path, text_pairs=text_pairs, source=source
-        )
     spec = export_spec(model, text_pairs)
+    if keras.backend.backend() != "tensorflow":
+        return export_on_tensorflow(
+            model,
+            "kbert.export.saved_model:saved_model",
+            path,
+            # The child has run it in a fresh TensorFlow-only process already.
+            cross_check=lambda artifact: verify_saved_model(
+                model, spec, artifact, fresh_process=False
+            ),
+            directory=True,
+            text_pairs=text_pairs,
+            source=source,
+        )
     with atomic_directory(path) as tmp:
         _write(model, spec, tmp)
         ops = _check_serving_ops(tmp)
         verification = verify_saved_model(model, spec, tmp)
-        export_record = {
-            "format": "saved_model",
-            "task": spec.task,
-            "class_name": type(model).__name__,
-            "source": _absolute(source),
-            "text_pairs": bool(text_pairs),
-            "signatures": {
+        export_record = build_record(
+            "saved_model",
+            model,
+            spec,
+            source,
+            verification,
+            text_pairs=bool(text_pairs),
+            signatures={
                 TEXT_SIGNATURE: list(spec.text_inputs)
                 if model.preprocessor is not None
                 else list(spec.token_inputs),
                 TOKEN_SIGNATURE: list(spec.token_inputs),
             },
-            "text_signature": model.preprocessor is not None,
-            "outputs": list(spec.output_names),
-            "labels": list(spec.labels),
-            "tf_text_ops": sorted(ops & (SERVING_TF_TEXT_OPS | NEWER_TF_TEXT_OPS)),
-            "backend": keras.backend.backend(),
-            "verification": verification,
-        }
-        record.write_saved_model_record(tmp, export_record)
+            text_signature=model.preprocessor is not None,
+            tf_text_ops=sorted(ops & (SERVING_TF_TEXT_OPS | NEWER_TF_TEXT_OPS)),
+        )
+        write_with_record(tmp, "saved_model", export_record)
     return export_record
 
 
-def _absolute(source):
-    import os
-
-    return os.path.abspath(source) if source else None
-
-
 def _signature_functions(model, spec):
-    import tensorflow as tf
-
-    from kbert.export.text_graph import text_features
+    import tensorflow as tf  # lazy: TF only while exporting
 
     token_specs = {
         name: tf.TensorSpec(token_input_shape(spec, name=name), tf.int32, name=name)
@@ -128,7 +133,7 @@ def _signature_functions(model, spec):
 
     @tf.function(input_signature=[token_specs])
     def serve_token_ids(inputs):
-        return forward(model, spec, inputs)
+        return forward(model, inputs)
 
     functions = {TOKEN_SIGNATURE: serve_token_ids.get_concrete_function()}
     if model.preprocessor is None:
@@ -146,14 +151,14 @@ def _signature_functions(model, spec):
     @tf.function(input_signature=[text_specs])
     def serving_default(texts):
         features, extras = text_features(model.preprocessor, spec, texts)
-        return {**forward(model, spec, features), **extras}
+        return {**forward(model, features), **extras}
 
     functions[TEXT_SIGNATURE] = serving_default.get_concrete_function()
     return functions
 
 
 def _write(model, spec, directory):
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only while exporting
 
     module = tf.Module()
     # The raw tf.Variables behind the Keras variables: each is saved once.
@@ -165,12 +170,10 @@ def graph_ops(directory):
     """Every op type in a SavedModel's graph and function library.
 
     Example:
-    >>> "FastWordpieceTokenizeWithOffsets" in graph_ops("out/classifier/1")
+    >>> "FastWordpieceTokenizeWithOffsets" in graph_ops(saved_model_dir)
     True
     """
-    import os
-
-    from tensorflow.core.protobuf import saved_model_pb2
+    from tensorflow.core.protobuf import saved_model_pb2  # lazy: TF only for SavedModels
 
     proto = saved_model_pb2.SavedModel()
     with open(os.path.join(directory, "saved_model.pb"), "rb") as file:
@@ -203,20 +206,18 @@ def verify_saved_model(model, spec, directory, fresh_process=True):
     (the cross-backend check, after a fresh-process check has passed).
 
     Example:
-    >>> verify_saved_model(classifier, spec, "out/classifier/1")["max_abs_diff"]
+    >>> verification = verify_saved_model(classifier, spec, saved_model_dir)
+    >>> sorted(verification["max_abs_diff"])
+    ['serve_token_ids', 'serving_default']
     """
-    from kbert.export.runtimes import run_saved_model, run_saved_model_here
-    from kbert.export.spec import keras_outputs
-    from kbert.export.verification_data import texts_to_features, verification_data
-
     data = verification_data(model, spec)
     runs = [(TOKEN_SIGNATURE, batch) for batch in data.token_batches]
-    expected = [keras_outputs(model, spec, batch) for batch in data.token_batches]
+    expected = [keras_outputs(model, batch) for batch in data.token_batches]
     extras = None
     if model.preprocessor is not None:
         runs.append((TEXT_SIGNATURE, data.texts))
         features, extras = texts_to_features(model.preprocessor, spec, data.texts)
-        expected.append(keras_outputs(model, spec, features))
+        expected.append(keras_outputs(model, features))
     if fresh_process:
         outputs, _, modules = run_saved_model(directory, runs)
         if "kbert" in modules:

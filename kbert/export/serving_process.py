@@ -24,6 +24,7 @@ import numpy as np
 
 
 def main(job_path):
+    # lazy: TF only in the serving process
     import tensorflow as tf
     import tensorflow_text  # noqa: F401 - registers the tf-text ops
 

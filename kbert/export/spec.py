@@ -12,25 +12,21 @@ import numpy as np
 
 TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
-# Text inputs of the string signatures, per task (pairs: two segments).
-SINGLE_TEXT = ("text",)
-PAIR_TEXT = ("text", "text_pair")
-QUESTION_CONTEXT = ("question", "context")
-PROMPT_CHOICES = ("prompt", "choices")
-
 
 @dataclasses.dataclass(frozen=True)
 class ExportSpec:
     """The exported interface of one model.
 
     Attributes:
-        task: the task name of `kbert.presets.tasks.TASK_CLASSES`.
+        task: the model's task name (`kbert.models.MODEL_CLASSES`).
         token_inputs: names of the token-id inputs, in order.
         extra_dims: dimensions between batch and sequence (`(num_choices,)`
             for multiple choice).
         text_inputs: names of the string inputs of the text signatures.
         output_names: names of the outputs, in order.
         labels: class names of a classifier (`id2label`, else `label_{i}`).
+        per_token_outputs: the outputs index word pieces, so string
+            signatures also return the `token_ids` they ran on.
     """
 
     task: str
@@ -39,119 +35,67 @@ class ExportSpec:
     text_inputs: tuple
     output_names: tuple
     labels: tuple = ()
+    per_token_outputs: bool = False
 
     @property
     def is_pair(self):
         return len(self.text_inputs) == 2
 
 
-def task_of(model):
-    """The task name of a kbert model ("classifier", "question_answerer"...).
-
-    Example:
-    >>> task_of(kbert.BertQuestionAnswerer(backbone))
-    'question_answerer'
-    """
-    from kbert.presets.tasks import task_name
-
-    return task_name(type(model))
-
-
 def export_spec(model, text_pairs=None):
-    """The `ExportSpec` of a kbert model.
+    """The `ExportSpec` of a kbert model, read from its declarations and graph.
 
+    The token inputs and the dimensions between batch and sequence are the
+    model's inputs; the text inputs and output names are what its class
+    declares (`text_inputs`, `pair_text_inputs`, `export_outputs`).
     `text_pairs=True` makes the string signature of a classifier take
-    `(text, text_pair)`; question answerers always take
-    `(question, context)`.
+    `(text, text_pair)`.
 
     Example:
     >>> export_spec(kbert.BertClassifier(backbone, num_classes=2)).output_names
     ('logits', 'probabilities')
     """
-    task = task_of(model)
-    extra_dims = ()
-    token_inputs = TOKEN_INPUTS
+    output_names = tuple(model.export_outputs(model.output))  # raises if not exportable
+    text_inputs = model.text_inputs
+    if text_pairs:
+        if model.pair_text_inputs is None:
+            raise ValueError(
+                f"text_pairs=True is for classifiers, not a {model.task_name}."
+            )
+        text_inputs = model.pair_text_inputs
     labels = ()
-    text_inputs = PAIR_TEXT if text_pairs else SINGLE_TEXT
-    if task == "classifier":
-        outputs = ("logits",)
-        if model.problem_type != "regression":
-            outputs += ("probabilities",)
-        id2label = model.id2label or {}
+    if "num_classes" in model.get_config():
+        id2label = getattr(model, "id2label", None) or {}
         labels = tuple(str(id2label.get(i, f"label_{i}")) for i in range(model.num_classes))
-    elif task == "token_classifier":
-        outputs = ("logits", "probabilities")
-        id2label = model.id2label or {}
-        labels = tuple(str(id2label.get(i, f"label_{i}")) for i in range(model.num_classes))
-    elif task == "question_answerer":
-        outputs = ("start_logits", "end_logits")
-        text_inputs = QUESTION_CONTEXT
-    elif task == "multiple_choice":
-        outputs = ("logits", "probabilities")
-        extra_dims = (model.num_choices,)
-        text_inputs = PROMPT_CHOICES
-    elif task == "masked_lm":
-        outputs = ("logits",)
-        token_inputs = TOKEN_INPUTS + ("mask_positions",)
-    elif task == "text_embedder":
-        outputs = ("embeddings",)
-    elif task == "backbone":
-        outputs = ("sequence_output", "pooled_output")
-    else:
-        raise ValueError(
-            f"Cannot export a {type(model).__name__}: export a task model "
-            "(classifier, token classifier, question answerer, multiple choice, "
-            "masked LM, text embedder) or a backbone."
-        )
-    if text_pairs and task != "classifier":
-        raise ValueError(f"text_pairs=True is for classifiers, not a {task}.")
-    return ExportSpec(task, token_inputs, extra_dims, text_inputs, outputs, labels)
+    return ExportSpec(
+        task=model.task_name,
+        token_inputs=tuple(model.input),
+        extra_dims=tuple(model.input["token_ids"].shape[1:-1]),
+        text_inputs=tuple(text_inputs),
+        output_names=output_names,
+        labels=labels,
+        per_token_outputs=model.per_token_outputs,
+    )
 
 
-def named_outputs(model, spec, raw):
-    """The model's raw outputs as a dict named by `spec` (Keras ops).
+def forward(model, inputs):
+    """Named outputs (`export_outputs`) of `model` for token inputs, in inference mode.
 
     Example:
-    >>> named_outputs(classifier, spec, logits)
-    {'logits': ..., 'probabilities': ...}
+    >>> sorted(forward(classifier, token_inputs))
+    ['logits', 'probabilities']
     """
-    from keras import ops
-
-    if spec.task == "question_answerer":
-        return {"start_logits": raw["start_logits"], "end_logits": raw["end_logits"]}
-    if spec.task == "backbone":
-        return {
-            "sequence_output": raw["sequence_output"],
-            "pooled_output": raw["pooled_output"],
-        }
-    if spec.task == "text_embedder":
-        return {"embeddings": raw}
-    outputs = {"logits": raw}
-    if "probabilities" in spec.output_names:
-        multi_label = getattr(model, "problem_type", None) == "multi_label"
-        outputs["probabilities"] = (
-            ops.sigmoid(raw) if multi_label else ops.softmax(raw, axis=-1)
-        )
-    return outputs
+    return model.export_outputs(model(dict(inputs), training=False))
 
 
-def forward(model, spec, inputs):
-    """Named outputs of `model` for a dict of token inputs, in inference mode.
-
-    Example:
-    >>> forward(classifier, spec, {"token_ids": ids, "segment_ids": s, "padding_mask": m})
-    """
-    return named_outputs(model, spec, model(dict(inputs), training=False))
-
-
-def keras_outputs(model, spec, inputs):
+def keras_outputs(model, inputs):
     """`forward` on NumPy inputs, as NumPy float32 arrays.
 
     Example:
-    >>> keras_outputs(classifier, spec, features)["probabilities"].shape
-    (16, 2)
+    >>> keras_outputs(classifier, token_inputs)["probabilities"].shape
+    (3, 2)
     """
-    outputs = forward(model, spec, {k: np.asarray(v) for k, v in inputs.items()})
+    outputs = forward(model, {k: np.asarray(v) for k, v in inputs.items()})
     return {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in outputs.items()}
 
 
@@ -159,7 +103,7 @@ def token_input_shape(spec, batch_size=None, sequence_length=None, name="token_i
     """Shape of one token input: (batch, *extra_dims, seq), or (batch, P) masks.
 
     Example:
-    >>> token_input_shape(spec, sequence_length=128)
+    >>> token_input_shape(spec, sequence_length=128)  # dynamic batch
     (None, 128)
     """
     if name == "mask_positions":

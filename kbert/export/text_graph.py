@@ -22,12 +22,14 @@ def text_features(preprocessor, spec, texts):
     Example:
     >>> texts = {"text": tf.constant(["A fine film."])}
     >>> features, extras = text_features(preprocessor, spec, texts)
+    >>> sorted(features), features["token_ids"].shape, extras
+    (['padding_mask', 'segment_ids', 'token_ids'], TensorShape([1, 16]), {})
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only in exported string graphs
 
     extras = {}
-    if spec.task == "multiple_choice":
-        prompt, choices = texts["prompt"], texts["choices"]
+    if spec.extra_dims:  # multiple choice: each prompt paired with its choices
+        prompt, choices = (texts[name] for name in spec.text_inputs)
         num_choices = spec.extra_dims[0]
         flat = preprocessor.preprocess(
             (tf.repeat(prompt, num_choices), tf.reshape(choices, [-1]))
@@ -40,9 +42,9 @@ def text_features(preprocessor, spec, texts):
     segments = tuple(texts[name] for name in spec.text_inputs)
     packed = preprocessor.preprocess(segments if len(segments) == 2 else segments[0])
     features = _checked(packed)
-    if spec.task in ("token_classifier", "question_answerer", "masked_lm"):
+    if spec.per_token_outputs:
         extras["token_ids"] = features["token_ids"]
-    if spec.task == "masked_lm":
+    if "mask_positions" in spec.token_inputs:
         positions = mask_positions(
             features["token_ids"], preprocessor.tokenizer.mask_token_id
         )
@@ -52,7 +54,7 @@ def text_features(preprocessor, spec, texts):
 
 
 def _checked(packed):
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only in exported string graphs
 
     features = {name: packed[name] for name in ("token_ids", "segment_ids", "padding_mask")}
     # The same values (the packer gives padding segment 0), but the product
@@ -66,10 +68,12 @@ def mask_positions(token_ids, mask_token_id):
     """(batch, P) positions of `[MASK]` tokens, P the most in a row; -1 pads.
 
     Example:
-    >>> mask_positions(tf.constant([[2, 4, 9, 4, 3]]), mask_token_id=4)
-    <tf.Tensor: ... numpy=array([[1, 3]], dtype=int32)>
+    >>> token_ids = tf.constant([[2, 4, 9, 4, 3], [2, 9, 4, 3, 0]])
+    >>> mask_positions(token_ids, mask_token_id=4).numpy()
+    array([[ 1,  3],
+           [ 2, -1]], dtype=int32)
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only in exported string graphs
 
     if mask_token_id is None:
         raise ValueError("A masked LM string signature needs [MASK] in the vocabulary.")

@@ -23,23 +23,27 @@ silently drop the weights, which is why every artifact is run and compared
 before it is kept.
 """
 
-import os
 import tempfile
 
 import keras
+import numpy as np
 
-from kbert.export import checks
+from kbert.export import tflite_metadata
 from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
+from kbert.export.on_tensorflow import export_on_tensorflow
+from kbert.export.record import build_record, write_with_record
+from kbert.export.runtimes import TFLiteRunner, tflite_custom_ops
 from kbert.export.spec import export_spec, forward
+from kbert.export.text_graph import text_features
+from kbert.export.tflite_inputs import MEDIAPIPE_INPUTS, probe_inputs, tflite_preprocessor
+from kbert.export.tflite_verification import verify_tflite
+from kbert.export.verification_data import pad_to, representative_texts, texts_to_features
 from kbert.utils.atomic import atomic_file
 
 FLAVOURS = ("string", "token_ids", "mediapipe")
 QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
-MEDIAPIPE_INPUTS = {
-    "ids": "token_ids",
-    "mask": "padding_mask",
-    "segment_ids": "segment_ids",
-}
+# The tasks MediaPipe Tasks / the TFLite Task Library run: TextClassifier,
+# BertQuestionAnswerer, TextEmbedder.
 MEDIAPIPE_TASKS = ("classifier", "question_answerer", "text_embedder")
 # Custom ops of tensorflow-text's TFLite registrar (`SELECT_TFTEXT_OPS`).
 TF_TEXT_TFLITE_OPS = frozenset(
@@ -114,9 +118,10 @@ def tflite(
         The export record (a dict), with the verification figures.
 
     Example:
-    >>> kbert.export.tflite(classifier, "classifier.tflite", flavour="mediapipe")
-    >>> kbert.export.tflite(classifier, "classifier_int8.tflite",
-    ...                     quantization="dynamic_int8")
+    >>> record = kbert.export.tflite(classifier, "classifier.tflite", flavour="string")
+    >>> record["text_inputs"], record["verification"]["runtime"]
+    (['text'], 'ai_edge_litert + tensorflow-text TFLite ops (...)')
+    >>> # Android apps: flavour="mediapipe"; smaller: quantization="dynamic_int8"
     """
     if flavour not in FLAVOURS:
         raise ValueError(f"flavour must be one of {FLAVOURS}; got {flavour!r}.")
@@ -131,12 +136,11 @@ def tflite(
     options["tolerance"] = tolerance
     options["min_agreement"] = min_agreement
     if keras.backend.backend() != "tensorflow":
-        from kbert.export.on_tensorflow import export_on_tensorflow
-
         return export_on_tensorflow(
             model,
-            "tflite",
+            "kbert.export.tflite:tflite",
             path,
+            cross_check=lambda artifact: verify_tflite(model, spec, artifact, options),
             flavour=flavour,
             quantization=quantization,
             sequence_length=options["sequence_length"],
@@ -154,23 +158,21 @@ def tflite(
         with open(tmp, "wb") as file:
             file.write(model_bytes)
         verification = verify_tflite(model, spec, tmp, options)
-        export_record = {
-            "format": "tflite",
-            "flavour": flavour,
-            "quantization": quantization,
-            "task": spec.task,
-            "class_name": type(model).__name__,
-            "source": os.path.abspath(source) if source else None,
-            "text_pairs": bool(text_pairs),
-            "batch_size": options["batch_size"],
-            "sequence_length": options["sequence_length"],
-            "text_inputs": list(spec.text_inputs) if flavour == "string" else [],
-            "outputs": _output_names(spec, flavour),
-            "labels": list(spec.labels),
-            "backend": keras.backend.backend(),
-            "verification": verification,
-        }
-        _write_with_record(tmp, export_record)
+        export_record = build_record(
+            "tflite",
+            model,
+            spec,
+            source,
+            verification,
+            flavour=flavour,
+            quantization=quantization,
+            text_pairs=bool(text_pairs),
+            batch_size=options["batch_size"],
+            sequence_length=options["sequence_length"],
+            text_inputs=list(spec.text_inputs) if flavour == "string" else [],
+            outputs=_output_names(spec, flavour),
+        )
+        write_with_record(tmp, "tflite", export_record, probe_inputs(TFLiteRunner(tmp)))
     return export_record
 
 
@@ -190,10 +192,15 @@ def _options(model, spec, flavour, quantization, sequence_length, batch_size):
     if flavour == "mediapipe" and getattr(model, "problem_type", None) == "regression":
         raise ValueError('flavour="mediapipe" needs class probabilities, not regression.')
     if flavour == "string":
-        if spec.task in ("masked_lm", "multiple_choice"):
+        if "mask_positions" in spec.token_inputs:
             raise ValueError(
                 f'flavour="string" does not support a {spec.task}: the TFLite '
                 'tokenizer splits literal [MASK]; use flavour="token_ids".'
+            )
+        if spec.extra_dims:
+            raise ValueError(
+                f'flavour="string" does not support a {spec.task}: its string inputs '
+                'are one text per row, not (batch, num_choices); use flavour="token_ids".'
             )
         if quantization == "int8":
             raise ValueError(
@@ -220,56 +227,14 @@ def _output_names(spec, flavour):
     if flavour == "mediapipe" and spec.task == "text_embedder":
         return ["embedding"]
     names = list(spec.output_names)
-    if flavour == "string" and spec.task in ("token_classifier", "question_answerer"):
+    if flavour == "string" and spec.per_token_outputs:
         names.append("token_ids")
     return names
 
 
-def tflite_preprocessor(preprocessor, sequence_length=None):
-    """The model's preprocessor with tf-text's TFLite tokenizer.
-
-    Same vocabulary, casing and truncation; `normalization="tflite"`
-    (see `BertTokenizer` for where it differs from Hugging Face).
-
-    Example:
-    >>> tflite_preprocessor(classifier.preprocessor).tokenizer.normalization
-    'tflite'
-    """
-    from kbert.preprocessing import BertPreprocessor, BertTokenizer
-
-    tokenizer = preprocessor.tokenizer
-    if tokenizer.normalization == "tflite" and sequence_length in (
-        None,
-        preprocessor.sequence_length,
-    ):
-        return preprocessor
-    strip = (
-        tokenizer.lowercase if tokenizer.strip_accents is None else tokenizer.strip_accents
-    )
-    if strip != tokenizer.lowercase:
-        raise ValueError(
-            'flavour="string" tokenizes with tf-text\'s FastBertTokenizer, which '
-            f"lowercases and strips accents together; this tokenizer has "
-            f"lowercase={tokenizer.lowercase}, strip_accents={tokenizer.strip_accents}."
-        )
-    return BertPreprocessor(
-        BertTokenizer(
-            tokenizer.get_vocabulary(),
-            lowercase=tokenizer.lowercase,
-            strip_accents=tokenizer.strip_accents,
-            normalization="tflite",
-            max_input_chars_per_word=tokenizer.max_input_chars_per_word,
-        ),
-        sequence_length=sequence_length or preprocessor.sequence_length,
-        truncation=preprocessor.truncation,
-    )
-
-
 def _endpoint(model, spec, options):
     """`(function, input_signature)` of the one signature the file holds."""
-    import tensorflow as tf
-
-    from kbert.export.text_graph import text_features
+    import tensorflow as tf  # lazy: TF only while exporting
 
     flavour = options["flavour"]
     batch, length = options["batch_size"], options["sequence_length"]
@@ -282,7 +247,7 @@ def _endpoint(model, spec, options):
 
         def from_text(texts):
             features, extras = text_features(preprocessor, spec, texts)
-            outputs = {**forward(model, spec, features), **extras}
+            outputs = {**forward(model, features), **extras}
             return {name: outputs[name] for name in output_names}
 
         return from_text, signature
@@ -294,7 +259,7 @@ def _endpoint(model, spec, options):
 
         def from_mediapipe_ids(inputs):
             features = {MEDIAPIPE_INPUTS[name]: value for name, value in inputs.items()}
-            outputs = forward(model, spec, features)
+            outputs = forward(model, features)
             if spec.task == "classifier":
                 return {"probability": outputs["probabilities"]}
             if spec.task == "text_embedder":
@@ -310,7 +275,7 @@ def _endpoint(model, spec, options):
         signature[name] = tf.TensorSpec(shape, tf.int32, name=name)
 
     def from_token_ids(inputs):
-        return forward(model, spec, inputs)
+        return forward(model, inputs)
 
     return from_token_ids, signature
 
@@ -319,9 +284,13 @@ def convert(model, spec, options):
     """The TFLite flatbuffer (bytes) of one flavour, not yet verified.
 
     Example:
-    >>> model_bytes = convert(classifier, spec, {"flavour": "token_ids", ...})
+    >>> options = {"flavour": "token_ids", "quantization": None,
+    ...            "sequence_length": None, "batch_size": 1}
+    >>> model_bytes = convert(classifier, spec, options)
+    >>> model_bytes[4:8]  # the TFLite file identifier
+    b'TFL3'
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only while exporting
 
     function, signature = _endpoint(model, spec, options)
     archive = keras.export.ExportArchive()
@@ -345,7 +314,7 @@ def convert(model, spec, options):
 
 
 def _quantize(converter, model, spec, options):
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only while exporting
 
     quantization = options["quantization"]
     if quantization is None:
@@ -364,16 +333,11 @@ def _quantize(converter, model, spec, options):
 
 def _representative(model, spec, options):
     """Calibration inputs for full-int8: real sentences, one at a time."""
-    import numpy as np
-
-    from kbert.export import sentences
-    from kbert.export.verification_data import pad_to, texts_to_features
-
     if model.preprocessor is None:
         raise ValueError(
             'quantization="int8" calibrates on real text: attach a preprocessor.'
         )
-    texts = options.get("representative_texts") or sentences.representative_texts()
+    texts = options.get("representative_texts") or representative_texts()
     inputs = {name: texts for name in spec.text_inputs[:1]}
     if spec.is_pair or spec.task == "question_answerer":
         inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
@@ -406,8 +370,6 @@ def _conversion_error(error, options):
 
 
 def _check_ops(model_bytes, options):
-    from kbert.export.runtimes import tflite_custom_ops
-
     custom = set(tflite_custom_ops(model_bytes))
     allowed = TF_TEXT_TFLITE_OPS if options["flavour"] == "string" else frozenset()
     unexpected = sorted(custom - allowed)
@@ -420,9 +382,7 @@ def _check_ops(model_bytes, options):
 
 def _mediapipe_metadata(model_bytes, model, spec):
     """Adds the BERT metadata, vocabulary and labels of the MediaPipe flavour."""
-    from ai_edge_litert import interpreter as litert
-
-    from kbert.export import tflite_metadata
+    from ai_edge_litert import interpreter as litert  # lazy: a heavy optional library
 
     interpreter = litert.Interpreter(model_content=model_bytes)
     inputs = [_signature_name(d["name"]) for d in interpreter.get_input_details()]
@@ -448,49 +408,3 @@ def _signature_name(tensor_name):
     name = tensor_name.split(":")[0]
     prefix = "serving_default_"
     return name[len(prefix) :] if name.startswith(prefix) else name
-
-
-def _write_with_record(path, export_record):
-    """Adds the export record to the verified file, then re-runs it unchanged."""
-    from kbert.export.record import tflite_with_record
-    from kbert.export.runtimes import TFLiteRunner
-
-    with open(path, "rb") as file:
-        verified = file.read()
-    runner = TFLiteRunner(path)
-    probe = _probe_inputs(runner)
-    before = runner(probe)
-    with open(path, "wb") as file:
-        file.write(tflite_with_record(verified, export_record))
-    after = TFLiteRunner(path)(probe)
-    checks.check_close(after, before, 0.0, "TFLite file after adding its export record")
-
-
-def _probe_inputs(runner):
-    """A small fixed input for any of the flavours' signatures."""
-    import numpy as np
-
-    feeds = {}
-    for name, detail in runner.input_details.items():
-        dims = [int(d) for d in detail["shape_signature"]]
-        shape = [d if d > 0 else (1 if i == 0 else 8) for i, d in enumerate(dims)]
-        if detail["dtype"] in (np.bytes_, np.object_):
-            feeds[name] = np.array(["A fine film."] * shape[0], dtype=object)
-        elif name in ("token_ids", "ids"):
-            feeds[name] = np.full(shape, 5, "int32")
-        elif name in ("padding_mask", "mask"):
-            feeds[name] = np.ones(shape, "int32")
-        else:
-            feeds[name] = np.zeros(shape, "int32")
-    return feeds
-
-
-def verify_tflite(model, spec, path, options):
-    """Runs the TFLite file against the Keras model; returns the summary.
-
-    Example:
-    >>> verify_tflite(classifier, spec, "c.tflite", options)["max_abs_diff"]
-    """
-    from kbert.export.tflite_verification import verify
-
-    return verify(model, spec, path, options)

@@ -10,6 +10,10 @@ the file holds.
 import numpy as np
 
 from kbert.export import agreement
+from kbert.export.runtimes import TFLiteRunner
+from kbert.export.tflite_inputs import run_rows, run_tokens, tflite_preprocessor
+from kbert.export.verification_data import source, token_features, verification_inputs
+from kbert.preprocessing.preprocessor import BertPreprocessor
 
 # Why full int8 fails on BERT, for its error message (measured on MiniLM-L6
 # fine-tuned on Rotten Tomatoes: 0.77 agreement on 1,281 held-out reviews).
@@ -22,17 +26,15 @@ INT8_REASON = (
 )
 
 
-def tflite_agreement(model, spec, path, options, min_agreement):
+def tflite_agreement(model, spec, path, options, min_agreement, count=None):
     """Measures and checks agreement; returns the record's `agreement` entry.
 
     Example:
-    >>> tflite_agreement(classifier, spec, "c.tflite", options, 0.99)["value"]
-    0.994
+    >>> options = {"flavour": "token_ids", "quantization": None, "sequence_length": None}
+    >>> entry = tflite_agreement(classifier, spec, tflite_file, options, 0.99, count=40)
+    >>> entry["value"], entry["kind"]
+    (1.0, 'argmax')
     """
-    from kbert.export.runtimes import TFLiteRunner
-    from kbert.export.tflite import tflite_preprocessor
-    from kbert.export.tflite_verification import run_rows, run_tokens
-
     flavour, quantization = options["flavour"], options["quantization"]
     runner = TFLiteRunner(path)
     first = "ids" if flavour == "mediapipe" else next(iter(runner.input_details))
@@ -41,22 +43,15 @@ def tflite_agreement(model, spec, path, options, min_agreement):
     if flavour == "string":
         preprocessor = tflite_preprocessor(model.preprocessor, options["sequence_length"])
     elif static_length > 0 and static_length != preprocessor.sequence_length:
-        from kbert.preprocessing import BertPreprocessor
-
         preprocessor = BertPreprocessor(
             preprocessor.tokenizer,
             sequence_length=static_length,
             truncation=preprocessor.truncation,
         )
     if flavour == "string":
-        from kbert.export import sentences
-        from kbert.export.verification_data import texts_to_features
-
-        texts = sentences.verification_inputs(spec, agreement.AGREEMENT_TEXTS)
-        features, _ = texts_to_features(preprocessor, spec, texts)
-        features = {name: features[name] for name in spec.token_inputs}
-        described = f"{len(set(next(iter(texts.values()))))} real texts"
-        described += f" ({sentences.source()})"
+        texts = verification_inputs(spec, count or agreement.AGREEMENT_TEXTS)
+        features = token_features(preprocessor, spec, texts)
+        described = f"{len(set(next(iter(texts.values()))))} real texts ({source()})"
 
         def run(batch, rows):
             feeds = {k: np.array([v[i] for i in rows], object) for k, v in texts.items()}
@@ -65,7 +60,7 @@ def tflite_agreement(model, spec, path, options, min_agreement):
 
     else:
         features, described = agreement.agreement_features(
-            model, spec, preprocessor=preprocessor
+            model, spec, count, preprocessor=preprocessor
         )
 
         def run(batch, rows):

@@ -14,8 +14,13 @@ def associated_files(model_bytes):
     """`{name: bytes}` of the files zipped after a TFLite flatbuffer.
 
     Example:
-    >>> sorted(associated_files(open("mediapipe.tflite", "rb").read()))
-    ['labels.txt', 'vocab.txt']
+    >>> with open(tflite_file, "rb") as file:
+    ...     model_bytes = file.read()
+    >>> associated_files(model_bytes)  # a token-id file carries none
+    {}
+    >>> zipped = with_metadata(model_bytes, "note", b"{}", files={"vocab.txt": b"[PAD]"})
+    >>> associated_files(zipped)
+    {'vocab.txt': b'[PAD]'}
     """
     stream = io.BytesIO(model_bytes)
     if not zipfile.is_zipfile(stream):
@@ -31,10 +36,12 @@ def with_metadata(model_bytes, name, data, files=None):
     zipped after the flatbuffer.
 
     Example:
-    >>> model = with_metadata(model, "kbert_export", b'{"task": "classifier"}')
+    >>> with open(tflite_file, "rb") as file:
+    ...     model = with_metadata(file.read(), "kbert_export", b'{"task": "classifier"}')
     >>> metadata_entries(model)["kbert_export"]
     b'{"task": "classifier"}'
     """
+    # lazy: TFLite libraries only for TFLite files
     import flatbuffers
     from ai_edge_litert import schema_py_generated as schema
 
@@ -65,9 +72,11 @@ def metadata_entries(model_bytes):
     """`{name: bytes}` of the `metadata` entries of a TFLite flatbuffer.
 
     Example:
-    >>> sorted(metadata_entries(model_bytes))
-    ['CONVERSION_METADATA', 'min_runtime_version']
+    >>> with open(tflite_file, "rb") as file:
+    ...     sorted(metadata_entries(file.read()))
+    ['CONVERSION_METADATA', 'kbert_export', 'min_runtime_version']
     """
+    # lazy: TFLite libraries only for TFLite files
     from ai_edge_litert import schema_py_generated as schema
 
     model = schema.Model.GetRootAsModel(model_bytes, 0)

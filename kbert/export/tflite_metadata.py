@@ -18,6 +18,8 @@ import functools
 import importlib.util
 import os
 
+from kbert.export.tflite_flatbuffer import metadata_entries, with_metadata
+
 METADATA_NAME = "TFLITE_METADATA"
 MIN_PARSER_VERSION = "1.1.0"  # BertTokenizerOptions' version in the schema
 INPUT_DESCRIPTIONS = {
@@ -89,7 +91,7 @@ def bert_metadata(
     ...               "A classifier.", labels=["rotten", "fresh"])[4:8]
     b'M001'
     """
-    import flatbuffers
+    import flatbuffers  # lazy: TFLite libraries only for TFLite files
 
     schema = metadata_schema()
     tokenizer = schema.ProcessUnitT()
@@ -140,10 +142,13 @@ def populate(model_bytes, metadata, files):
     `files` maps associated file names to their bytes.
 
     Example:
-    >>> model_bytes = populate(model_bytes, metadata, {"vocab.txt": vocab})
+    >>> metadata = bert_metadata(["ids", "mask", "segment_ids"], ["probability"], "kbert",
+    ...                          "A classifier.")
+    >>> with open(tflite_file, "rb") as file:
+    ...     model_bytes = populate(file.read(), metadata, {"vocab.txt": b"[PAD]"})
+    >>> read_metadata(model_bytes).name
+    b'kbert'
     """
-    from kbert.export.tflite_flatbuffer import with_metadata
-
     return with_metadata(model_bytes, METADATA_NAME, metadata, files)
 
 
@@ -151,12 +156,10 @@ def read_metadata(model_bytes):
     """The `ModelMetadataT` of a TFLite model, or None when it has none.
 
     Example:
-    >>> meta = read_metadata(open("classifier.tflite", "rb").read())
-    >>> [t.name for t in meta.subgraphMetadata[0].inputTensorMetadata]
-    [b'ids', b'segment_ids', b'mask']
+    >>> with open(tflite_file, "rb") as file:  # a token-id file: no MediaPipe metadata
+    ...     read_metadata(file.read()) is None
+    True
     """
-    from kbert.export.tflite_flatbuffer import metadata_entries
-
     data = metadata_entries(model_bytes).get(METADATA_NAME)
     if data is None:
         return None

@@ -1,12 +1,24 @@
-"""Checks a TFLite file of any flavour against the Keras model it came from."""
+"""Verifies a TFLite file of any flavour against the Keras model it came from."""
 
 import numpy as np
 
 from kbert.export import checks
+from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
+from kbert.export.runtimes import MediaPipeClassifierRunner, TFLiteRunner
 from kbert.export.spec import keras_outputs
-
-# MediaPipe-flavour output names -> the kbert names of `ExportSpec`.
-MEDIAPIPE_OUTPUTS = {"probability": "probabilities", "embedding": "embeddings"}
+from kbert.export.tflite_agreement import tflite_agreement
+from kbert.export.tflite_flatbuffer import associated_files
+from kbert.export.tflite_inputs import run_rows, run_tokens, tflite_preprocessor
+from kbert.export.tflite_metadata import read_metadata
+from kbert.export.verification_data import (
+    source,
+    texts_to_features,
+    verification_data,
+    verification_inputs,
+    verification_texts,
+)
+from kbert.preprocessing.preprocessor import BertPreprocessor
+from kbert.preprocessing.tokenizer import BertTokenizer
 
 
 def tolerance(quantization, override=None):
@@ -21,58 +33,18 @@ def tolerance(quantization, override=None):
     return override or checks.QUANTIZED_RELATIVE_TOLERANCE[quantization], True
 
 
-def run_rows(runner, feeds):
-    """Runs a batch, one row at a time when the file has a static batch of 1.
-
-    Example:
-    >>> run_rows(TFLiteRunner("c.tflite"), features)["logits"].shape
-    (16, 2)
-    """
-    first = next(iter(runner.input_details))
-    if runner.input_shape(first)[0] != 1:
-        return runner(feeds)
-    rows = len(next(iter(feeds.values())))
-    outputs = [runner({k: v[i : i + 1] for k, v in feeds.items()}) for i in range(rows)]
-    return {k: np.concatenate([o[k] for o in outputs]) for k in outputs[0]}
-
-
-def run_tokens(runner, flavour, features):
-    """Token features (kbert names) through a token-id flavour's file.
-
-    Returns `(outputs, features_used)`: inputs are padded to a static
-    sequence length when the file has one; outputs get kbert names.
-
-    Example:
-    >>> outputs, used = run_tokens(runner, "mediapipe", features)
-    """
-    from kbert.export.tflite import MEDIAPIPE_INPUTS
-    from kbert.export.verification_data import pad_to
-
-    first = "ids" if flavour == "mediapipe" else "token_ids"
-    length = runner.input_shape(first)[-1]
-    if length > 0:
-        features = pad_to(features, length)
-    feeds = features
-    if flavour == "mediapipe":
-        feeds = {name: features[source] for name, source in MEDIAPIPE_INPUTS.items()}
-    outputs = run_rows(runner, feeds)
-    outputs = {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in outputs.items()}
-    return outputs, features
-
-
-def verify(model, spec, path, options):
+def verify_tflite(model, spec, path, options):
     """Runs the file on `ai_edge_litert` (and MediaPipe) against Keras.
 
-    Raises `ExportVerificationError` past the tolerance; returns the
-    verification summary of the export record.
+    `options` are the exporter's (`flavour`, `quantization`, `tolerance`,
+    `sequence_length`). Raises `ExportVerificationError` past the
+    tolerance; returns the verification summary of the export record.
 
     Example:
-    >>> verify(classifier, spec, "c.tflite", options)["runtime"]
+    >>> options = {"flavour": "token_ids", "quantization": None}
+    >>> verify_tflite(classifier, spec, tflite_file, options)["runtime"]
     'ai_edge_litert'
     """
-    from kbert.export.runtimes import TFLiteRunner
-    from kbert.export.verification_data import verification_data
-
     flavour, quantization = options["flavour"], options["quantization"]
     bound, relative = tolerance(quantization, options.get("tolerance"))
     runner = TFLiteRunner(path)
@@ -93,7 +65,7 @@ def verify(model, spec, path, options):
     agreement = []
     for batch in data.token_batches:
         got, used = run_tokens(runner, flavour, batch)
-        want = keras_outputs(model, spec, used)
+        want = keras_outputs(model, used)
         if flavour == "mediapipe":  # one output per task: compare that one
             want = {k: v for k, v in want.items() if k in got}
         found = checks.check_close(got, want, bound, context, relative=relative)
@@ -112,9 +84,6 @@ def verify(model, spec, path, options):
 
 def _with_agreement(summary, model, spec, path, options):
     """A quantized file must also predict as Keras does on real text."""
-    from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
-    from kbert.export.tflite_agreement import tflite_agreement
-
     if options["quantization"] and model.preprocessor is not None:
         minimum = options.get("min_agreement", DEFAULT_MIN_AGREEMENT)
         summary["agreement"] = tflite_agreement(model, spec, path, options, minimum)
@@ -126,14 +95,10 @@ def _argmax_agreement(got, want):
 
 
 def _verify_string(model, spec, runner, options, bound, relative, context):
-    from kbert.export.sentences import source, verification_inputs
-    from kbert.export.tflite import tflite_preprocessor
-    from kbert.export.verification_data import texts_to_features
-
     preprocessor = tflite_preprocessor(model.preprocessor, options["sequence_length"])
     texts = verification_inputs(spec, 16)
     features, extras = texts_to_features(preprocessor, spec, texts)
-    want = keras_outputs(model, spec, features)
+    want = keras_outputs(model, features)
     feeds = {name: np.array(value, dtype=object) for name, value in texts.items()}
     got = run_rows(runner, feeds)
     checks.check_equal(got, extras, context)
@@ -154,9 +119,6 @@ def _verify_string(model, spec, runner, options, bound, relative, context):
 
 def _check_metadata(path, spec):
     """The MediaPipe/Task Library metadata names the tensors and files right."""
-    from kbert.export.tflite_flatbuffer import associated_files
-    from kbert.export.tflite_metadata import read_metadata
-
     with open(path, "rb") as file:
         model_bytes = file.read()
     metadata = read_metadata(model_bytes)
@@ -187,8 +149,6 @@ def mediapipe_preprocessor(preprocessor):
     >>> mediapipe_preprocessor(classifier.preprocessor).tokenizer.strip_accents
     False
     """
-    from kbert.preprocessing import BertPreprocessor, BertTokenizer
-
     tokenizer = preprocessor.tokenizer
     return BertPreprocessor(
         BertTokenizer(
@@ -204,15 +164,11 @@ def mediapipe_preprocessor(preprocessor):
 
 def _verify_mediapipe(model, spec, path, bound, relative):
     """MediaPipe's TextClassifier (its own tokenizer) against Keras."""
-    from kbert.export.runtimes import MediaPipeClassifierRunner
-    from kbert.export.sentences import verification_texts
-    from kbert.export.verification_data import texts_to_features
-
     texts = verification_texts(16)
     like_mediapipe, _ = texts_to_features(
         mediapipe_preprocessor(model.preprocessor), spec, {"text": texts}
     )
-    want = keras_outputs(model, spec, like_mediapipe)
+    want = keras_outputs(model, like_mediapipe)
     classifier = MediaPipeClassifierRunner(path)
     try:
         got, labels = classifier(texts)

@@ -1,16 +1,180 @@
-"""The inputs an exporter verifies its artifact on.
+"""The inputs every exporter verifies its artifact on, and where they come from.
 
-Real sentences (`sentences`) turned into the model's inputs by its own
-preprocessor. A model without a preprocessor has no way from text to ids: it
-is checked on seeded random token ids, and the report says so.
+Real English sentences: the held-out Rotten Tomatoes reviews of
+`kbert.data`, or, when that corpus cannot be fetched, the short built-in list
+below (real review sentences, same source), so that an export never depends
+on the network. The model's own preprocessor turns them into token inputs.
+A model without a preprocessor has no way from text to ids: it is checked on
+seeded random token ids, and the report says so.
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
-from kbert.export import sentences
+from kbert.data import rotten_tomatoes_split
 from kbert.export.spec import TOKEN_INPUTS
+from kbert.export.text_graph import text_features
+
+# The first 16 held-out reviews of `rotten_tomatoes_split(seed=0)`.
+BUILT_IN = (
+    (
+        "Given the fact that virtually no one is bound to show up at theatres "
+        "for it, the project should have been made for the tube."
+    ),
+    (
+        "The film may not hit as hard as some of the better drug-related "
+        "pictures, but it still manages to get a few punches in."
+    ),
+    ("Lawrence should stick to his day job.  He's a better actor than a standup comedian."),
+    (
+        "Hailed as a clever exercise in neo-Hitchcockianism, this clever and "
+        "very satisfying picture is more accurately Chabrolian."
+    ),
+    (
+        "We can't accuse Kung Pow for misfiring, since it is exactly what it "
+        "wants to be: an atrociously, mind-numbingly, indescribably bad movie. "
+        "Unfortunately, we'd prefer a simple misfire."
+    ),
+    (
+        "A smug and convoluted action-comedy that doesn't allow an earnest "
+        "moment to pass without reminding audiences that it's only a movie."
+    ),
+    (
+        "There is something that is so meditative and lyrical about Babak "
+        "Payami’s boldly quirky Iranian drama Secret Ballota charming and "
+        "evoking little ditty that manages to show the gentle and humane side "
+        "of Middle Eastern world politics"
+    ),
+    (
+        "A wonderful, low-key coming-of-age saga with none of that after-school "
+        "special hysteria."
+    ),
+    (
+        "Noyce does what Graham Greene adapters rarely do… he captures Greene’s "
+        "sense of fate and coincidence."
+    ),
+    (
+        "It's a drag how Nettelbeck sees working women -- or at least this "
+        "working woman -- for whom she shows little understanding."
+    ),
+    (
+        "Only those most addicted to film violence in all its forms will find "
+        "anything here to appreciate."
+    ),
+    "It's all surface psychodramatics.",
+    (
+        "The story is so light and sugary that were it a Macy's Thanksgiving "
+        "Day Parade balloon, extra heavy-duty ropes would be needed to keep it "
+        "from floating away."
+    ),
+    (
+        "So purely enjoyable that you might not even notice it's a fairly "
+        "straightforward remake of Hollywood comedies such as Father of the "
+        "Bride."
+    ),
+    (
+        "The pleasure of Read My Lips is like seeing a series of perfect black "
+        "pearls clicking together to form a string. We're drawn in by the dark "
+        "luster."
+    ),
+    (
+        "Wonderfully charming romantic drama, with an excellent performance by "
+        "(of all people!) Scott Baio."
+    ),
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _split():
+    try:
+        return rotten_tomatoes_split(seed=0)
+    except Exception:  # noqa: BLE001 - no network or cache: use the built-in list
+        return None
+
+
+def source():
+    """Where the sentences come from, in words.
+
+    Example:
+    >>> source()
+    'Rotten Tomatoes test split'
+    """
+    if _split() is None:
+        return "the built-in Rotten Tomatoes sentences"
+    return "Rotten Tomatoes test split"
+
+
+def verification_texts(count=16, offset=0):
+    """`count` real sentences (held-out Rotten Tomatoes reviews).
+
+    Example:
+    >>> len(verification_texts(8))
+    8
+    """
+    split = _split()
+    texts = list(split["test"][0]) if split else list(BUILT_IN)
+    if offset + count > len(texts):
+        texts = texts * (1 + (offset + count) // len(texts))
+    return texts[offset : offset + count]
+
+
+def verification_inputs(spec, count=16, offset=0):
+    """Real text inputs for the string signatures of `spec`, as lists of str.
+
+    Pairs join each sentence with the next one; a question answerer gets the
+    first sentence as question and the next as context; multiple choice gets a
+    prompt and `num_choices` following sentences as choices.
+
+    Example:
+    >>> sorted(verification_inputs(qa_spec, 4))
+    ['context', 'question']
+    """
+    texts = verification_texts(count + 8, offset)
+    if len(spec.text_inputs) == 1:
+        return {spec.text_inputs[0]: texts[:count]}
+    first, second = spec.text_inputs
+    if spec.extra_dims:  # multiple choice: a prompt and its choices
+        num_choices = spec.extra_dims[0]
+        texts = verification_texts(count * (1 + num_choices), offset)
+        step = 1 + num_choices
+        return {
+            first: [texts[i * step] for i in range(count)],
+            second: [texts[i * step + 1 : (i + 1) * step] for i in range(count)],
+        }
+    return {first: texts[:count], second: texts[1 : count + 1]}
+
+
+def labelled_texts(count=200):
+    """`(texts, labels)`: held-out reviews, label 1 fresh (positive), 0 rotten.
+
+    Returns `None` when the corpus is unavailable: accuracy is then not
+    measured.
+
+    Example:
+    >>> texts, labels = labelled_texts(200)
+    >>> len(texts), sorted(set(labels))
+    (200, [0, 1])
+    """
+    split = _split()
+    if split is None:
+        return None
+    texts, labels = split["test"]
+    return list(texts[:count]), list(labels[:count])
+
+
+def representative_texts(count=100):
+    """Real training sentences to calibrate full-int8 quantization on.
+
+    Example:
+    >>> len(representative_texts(100))
+    100
+    """
+    split = _split()
+    if split is None:
+        return list(BUILT_IN)
+    return list(split["train"][0][:count])
 
 
 @dataclasses.dataclass
@@ -32,17 +196,34 @@ def texts_to_features(preprocessor, spec, texts):
     """Token inputs (+ the string signature's extra outputs) as NumPy arrays.
 
     Example:
-    >>> features, extras = texts_to_features(model.preprocessor, spec, {"text": texts})
+    >>> features, extras = texts_to_features(preprocessor, spec, {"text": ["A fine film."]})
+    >>> features["token_ids"]
+    array([[ 2,  6, 31, 32, 12,  3,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0]], dtype=int32)
     """
-    import tensorflow as tf
-
-    from kbert.export.text_graph import text_features
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     tensors = {name: tf.constant(value) for name, value in texts.items()}
     features, extras = text_features(preprocessor, spec, tensors)
     features = {name: value.numpy() for name, value in features.items()}
     extras = {name: value.numpy() for name, value in extras.items()}
     return features, extras
+
+
+def token_features(preprocessor, spec, texts):
+    """The token inputs of `spec` for `texts`, as NumPy arrays.
+
+    A masked LM also gets `mask_positions` 1 and 2: real sentences hold no
+    [MASK].
+
+    Example:
+    >>> sorted(token_features(preprocessor, spec, {"text": ["A fine film."]}))
+    ['padding_mask', 'segment_ids', 'token_ids']
+    """
+    features, _ = texts_to_features(preprocessor, spec, texts)
+    if "mask_positions" in spec.token_inputs:
+        rows = len(features["token_ids"])
+        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (rows, 1))
+    return {name: features[name] for name in spec.token_inputs}
 
 
 def _shorter(features, rows):
@@ -68,7 +249,7 @@ def random_features(model, spec, rows, length, seed=0):
     """Seeded random token inputs with right padding (no preprocessor).
 
     Example:
-    >>> random_features(model, spec, rows=4, length=16)["token_ids"].shape
+    >>> random_features(classifier, spec, rows=4, length=16)["token_ids"].shape
     (4, 16)
     """
     backbone = getattr(model, "backbone", model)
@@ -92,9 +273,9 @@ def verification_data(model, spec, count=16, preprocessor="model"):
     """Texts and token batches for `model` (see `VerificationData`).
 
     Example:
-    >>> data = verification_data(classifier, export_spec(classifier))
-    >>> data.token_batches[0]["token_ids"].shape
-    (16, 128)
+    >>> data = verification_data(classifier, spec)  # 16 sentences, two shapes
+    >>> [batch["token_ids"].shape for batch in data.token_batches]
+    [(16, 16), (8, 10)]
     """
     preprocessor = model.preprocessor if preprocessor == "model" else preprocessor
     if preprocessor is None:
@@ -106,16 +287,12 @@ def verification_data(model, spec, count=16, preprocessor="model"):
             [features, _shorter(features, max(2, count // 2))],
             "random token ids (the model has no preprocessor)",
         )
-    texts = sentences.verification_inputs(spec, count)
-    features, _ = texts_to_features(preprocessor, spec, texts)
-    if spec.task == "masked_lm":
-        # Real sentences hold no [MASK]: predict positions 1 and 2.
-        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (count, 1))
-    features = {name: features[name] for name in spec.token_inputs}
+    texts = verification_inputs(spec, count)
+    features = token_features(preprocessor, spec, texts)
     return VerificationData(
         texts,
         [features, _shorter(features, max(2, count // 2))],
-        f"{count} real sentences ({sentences.source()})",
+        f"{count} real sentences ({source()})",
     )
 
 
@@ -123,7 +300,7 @@ def pad_to(features, length):
     """Right-pads (or refuses to cut) token inputs to a static sequence length.
 
     Example:
-    >>> pad_to(features, 128)["token_ids"].shape[-1]
+    >>> pad_to(token_inputs, 128)["token_ids"].shape[-1]
     128
     """
     padded = {}

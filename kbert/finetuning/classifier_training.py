@@ -6,6 +6,8 @@ import keras
 import numpy as np
 
 from kbert.finetuning.recipe import FinetuneRecipe
+from kbert.models.classifier import BertClassifier
+from kbert.optimization.optimizers import bert_optimizer
 
 
 class LossHistory(keras.callbacks.Callback):
@@ -22,8 +24,6 @@ class LossHistory(keras.callbacks.Callback):
 
 def classifier_optimizer(recipe, num_examples):
     """AdamW with linear warm-up and decay, no decay on LayerNorm and biases."""
-    from kbert.optimization.optimizers import bert_optimizer
-
     return bert_optimizer(
         total_steps=recipe.total_steps(num_examples),
         learning_rate=recipe.learning_rate,
@@ -35,10 +35,8 @@ def classifier_optimizer(recipe, num_examples):
 
 def build_classifier(recipe, num_classes, num_examples, id2label=None, pair=False):
     """`BertClassifier.from_preset(recipe.preset)` compiled for the recipe."""
-    import kbert
-
     keras.utils.set_random_seed(recipe.seed)
-    model = kbert.BertClassifier.from_preset(
+    model = BertClassifier.from_preset(
         recipe.preset,
         num_classes=num_classes,
         id2label=id2label,

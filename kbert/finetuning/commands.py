@@ -1,10 +1,13 @@
 """`kbert finetune`: fine-tune a classifier on the user's own CSV/JSONL file."""
 
-import json
 import os
+
+from kbert.finetuning.file_finetuning import finetune_on_files
+from kbert.finetuning.recipe import FinetuneRecipe
 
 
 def add_finetune_command(subparsers):
+    """Declares `kbert finetune TRAIN [--validation V] [--test T] ...`."""
     parser = subparsers.add_parser(
         "finetune",
         help="fine-tune a text classifier on a CSV or JSONL file",
@@ -32,28 +35,7 @@ def add_finetune_command(subparsers):
 
 
 def finetune_command(args):
-    import numpy as np
-
-    from kbert.finetuning.classifier_training import build_classifier, train_classifier
-    from kbert.finetuning.recipe import FinetuneRecipe
-    from kbert.finetuning.report import save_training_curve
-    from kbert.finetuning.table_files import encode_labels, read_examples
-
-    columns = dict(
-        text_column=args.text_column,
-        label_column=args.label_column,
-        pair_column=args.pair_column,
-    )
-    texts, raw_labels = read_examples(args.train, **columns)
-    names = args.labels.split(",") if args.labels else sorted({str(v) for v in raw_labels})
-    if len(names) < 2:
-        raise ValueError(f"{args.train}: need at least two labels; found {names}.")
-    splits = {"train": (texts, encode_labels(raw_labels, names, args.train))}
-    for split in ("validation", "test"):
-        path = getattr(args, split)
-        if path:
-            split_texts, split_labels = read_examples(path, **columns)
-            splits[split] = (split_texts, encode_labels(split_labels, names, path))
+    """Runs `kbert finetune`; prints the test accuracy and where the preset went."""
     recipe = FinetuneRecipe(
         preset=args.preset,
         sequence_length=args.sequence_length,
@@ -62,26 +44,18 @@ def finetune_command(args):
         epochs=args.epochs,
         seed=args.seed,
     )
-    model = build_classifier(
-        recipe,
-        num_classes=len(names),
-        num_examples=len(splits["train"][1]),
-        id2label=dict(enumerate(names)),
+    results = finetune_on_files(
+        args.train,
+        args.out,
+        validation=args.validation,
+        test=args.test,
+        text_column=args.text_column,
+        label_column=args.label_column,
+        pair_column=args.pair_column,
+        labels=args.labels.split(",") if args.labels else None,
+        recipe=recipe,
     )
-    history, curve, seconds = train_classifier(
-        model, recipe, splits["train"], splits.get("validation")
-    )
-    results = {"labels": names, "train_seconds": round(seconds, 1), "history": history}
-    if "test" in splits:
-        logits = model.predict(splits["test"][0], batch_size=64, verbose=0)
-        results["test_accuracy"] = float(
-            np.mean(np.argmax(logits, -1) == np.asarray(splits["test"][1]))
-        )
+    if "test_accuracy" in results:
         print(f"Test accuracy: {results['test_accuracy']:.4f}")
-    os.makedirs(args.out, exist_ok=True)
-    model.save_to_preset(os.path.join(args.out, "preset"))
-    save_training_curve(curve, os.path.join(args.out, "training_curve.png"))
-    with open(os.path.join(args.out, "results.json"), "w") as file:
-        json.dump(results, file, indent=2)
     print(f"Saved the fine-tuned preset to {os.path.join(args.out, 'preset')}")
     return 0

@@ -1,14 +1,14 @@
-"""Reports of a fine-tune: the training-curve PNG and the parity table."""
+"""The training-curve PNG of a fine-tune."""
 
 import os
 
 
 def save_training_curve(curve, path, title="Training loss"):
     """Writes the per-step running training loss as a PNG."""
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is optional
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib is optional
 
     figure, axis = plt.subplots(figsize=(6, 3.5))
     axis.plot(curve.steps, curve.losses)
@@ -21,14 +21,3 @@ def save_training_curve(curve, path, title="Training loss"):
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
-
-
-def format_table(headers, rows):
-    """A Markdown table as a string."""
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-
-    def line(cells):
-        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
-
-    separator = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(headers), separator, *(line(row) for row in rows)])

@@ -14,9 +14,14 @@ import time
 import keras
 import numpy as np
 
+from kbert.data import rotten_tomatoes_split
+from kbert.export import onnx, saved_model, tflite
+from kbert.export.report import artifact_row, keras_row, report_table
 from kbert.finetuning.classifier_training import build_classifier, train_classifier
 from kbert.finetuning.recipe import FinetuneRecipe
-from kbert.finetuning.report import format_table, save_training_curve
+from kbert.finetuning.report import save_training_curve
+from kbert.models.classifier import BertClassifier
+from kbert.utils.tables import markdown_table
 
 LABELS = {0: "rotten", 1: "fresh"}
 DEMO_RECIPE = FinetuneRecipe(
@@ -26,8 +31,6 @@ DEMO_RECIPE = FinetuneRecipe(
 
 def sentiment_splits(train_examples=None, seed=0):
     """The seeded Rotten Tomatoes split, the training part optionally cut."""
-    from kbert.data import rotten_tomatoes_split
-
     splits = rotten_tomatoes_split(seed=seed)
     if train_examples:
         texts, labels = splits["train"]
@@ -41,8 +44,6 @@ def accuracy(logits, labels):
 
 def reload_parity(model, output_dir, texts, labels):
     """Saves the model in each format, reloads it, compares on `texts`."""
-    import kbert
-
     reference = model.predict(texts, batch_size=64, verbose=0)
     rows = [["in memory", "-", "0", f"{accuracy(reference, labels):.4f}"]]
     keras_path = os.path.join(output_dir, "classifier.keras")
@@ -53,7 +54,7 @@ def reload_parity(model, output_dir, texts, labels):
         ".keras": (keras_path, lambda: keras.saving.load_model(keras_path)),
         "kbert preset": (
             preset_path,
-            lambda: kbert.BertClassifier.from_preset(preset_path),
+            lambda: BertClassifier.from_preset(preset_path),
         ),
     }
     for name, (path, load) in reloaded.items():
@@ -66,27 +67,24 @@ def reload_parity(model, output_dir, texts, labels):
                 f"{accuracy(logits, labels):.4f}",
             ]
         )
-    return format_table(["artifact", "path", "max |logits diff|", "test accuracy"], rows)
+    return markdown_table(["artifact", "path", "max |logits diff|", "test accuracy"], rows)
 
 
 def export_parity(model, output_dir, num_examples):
     """Exports SavedModel, TFLite and ONNX; each runs on its own runtime
     (a fresh TensorFlow process, the LiteRT interpreter, ONNX Runtime) and is
     compared with the Keras model on `num_examples` test reviews."""
-    import kbert.export as export
-    from kbert.export.verify import format_table, keras_row
-
     source = os.path.join(output_dir, "preset")
     artifacts = {
-        export.saved_model: os.path.join(output_dir, "saved_model", "1"),
-        export.tflite: os.path.join(output_dir, "classifier.tflite"),
-        export.onnx: os.path.join(output_dir, "classifier.onnx"),
+        saved_model: os.path.join(output_dir, "saved_model", "1"),
+        tflite: os.path.join(output_dir, "classifier.tflite"),
+        onnx: os.path.join(output_dir, "classifier.onnx"),
     }
     rows = [keras_row(model, num_examples)]
     for exporter, path in artifacts.items():
         exporter(model, path, source=source)
-        rows.append(export.verify(path, model, num_examples=num_examples))
-    return format_table(rows)
+        rows.append(artifact_row(path, model, num_examples=num_examples))
+    return report_table(rows)
 
 
 def run(

@@ -1,60 +1,20 @@
 """Reading labelled examples from a user's CSV or JSONL file."""
 
-import csv
-import io
-import json
-import os
-
-
-def read_text(path):
-    """The file as UTF-8 text; a clear error when it is missing, empty or not UTF-8."""
-    if not os.path.isfile(path):
-        raise ValueError(f"{path}: no such file.")
-    with open(path, "rb") as file:
-        data = file.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise ValueError(
-            f"{path}: not UTF-8 (byte {error.start}, line {line}: {error.reason}). "
-            "Re-encode the file as UTF-8."
-        ) from None
-    if not text.strip():
-        raise ValueError(f"{path}: the file is empty.")
-    return text
-
-
-def read_rows(path):
-    """`(line number, row dict)` pairs from a CSV (header row) or JSONL file."""
-    text = read_text(path)
-    if path.endswith((".jsonl", ".json")):
-        rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(
-                    f"{path}: line {number} is not JSON ({error.msg})."
-                ) from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}: line {number} is not a JSON object.")
-            rows.append((number, row))
-        return rows
-    reader = csv.DictReader(io.StringIO(text))
-    return [(number, row) for number, row in enumerate(reader, start=2)]
+from kbert.utils.text_files import read_rows
 
 
 def read_examples(path, text_column, label_column, pair_column=None):
-    """`(texts, labels)` from a CSV (with a header row) or JSONL file.
+    r"""`(texts, labels)` from a CSV (with a header row) or JSONL file.
 
     `texts` is a list of str, or a tuple of two lists when `pair_column` is
     given; `labels` a list of the raw label values (str or number).
 
     Example:
-    >>> texts, labels = read_examples("reviews.csv", "review", "sentiment")
+    >>> with open("reviews.csv", "w") as file:
+    ...     lines = ["review,sentiment", "A fine film.,fresh", "Dull.,rotten"]
+    ...     print(*lines, sep="\n", file=file)
+    >>> read_examples("reviews.csv", "review", "sentiment")
+    (['A fine film.', 'Dull.'], ['fresh', 'rotten'])
     """
     rows = read_rows(path)
     if not rows:

@@ -2,6 +2,12 @@
 
 import json
 
+import numpy as np
+
+from kbert.models.text_embedder import BertTextEmbedder
+from kbert.utils.atomic import atomic_file
+from kbert.utils.text_files import read_rows, read_text
+
 
 def add_embed_command(subparsers):
     parser = subparsers.add_parser(
@@ -23,8 +29,6 @@ def add_embed_command(subparsers):
 
 def read_texts(path, text_column=None):
     """Texts from a plain file (one per line) or a column of a CSV/JSONL file."""
-    from kbert.finetuning.table_files import read_rows, read_text
-
     if text_column:
         rows = read_rows(path)
         missing = [number for number, row in rows if text_column not in row]
@@ -39,11 +43,6 @@ def read_texts(path, text_column=None):
 
 
 def embed_command(args):
-    import numpy as np
-
-    from kbert.models.text_embedder import BertTextEmbedder
-    from kbert.utils.atomic import atomic_file
-
     if not args.output.endswith((".npy", ".jsonl")):
         raise ValueError(f"OUTPUT must end in .npy or .jsonl; got {args.output!r}.")
     texts = read_texts(args.input, args.text_column)

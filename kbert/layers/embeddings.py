@@ -15,7 +15,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     Example:
     >>> layer = BertEmbeddings(vocabulary_size=100, hidden_dim=8)
-    >>> layer(np.ones((2, 5), "int32"), np.zeros((2, 5), "int32")).shape
+    >>> tuple(layer(np.ones((2, 5), "int32"), np.zeros((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 
@@ -72,12 +72,13 @@ class BertEmbeddings(keras.layers.Layer):
             (0, 0),
             (sequence_length, self.hidden_dim),
         )
+        # Sublayers through `.call()`, as in `BertTransformerLayer.call`.
         x = (
-            self.token_embedding(token_ids)
+            self.token_embedding.call(token_ids)
             + ops.cast(positions, self.compute_dtype)[None]
-            + self.segment_embedding(segment_ids)
+            + self.segment_embedding.call(segment_ids)
         )
-        return self.dropout_layer(self.layer_norm(x), training=training)
+        return self.dropout_layer.call(self.layer_norm.call(x), training=training)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)

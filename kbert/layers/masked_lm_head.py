@@ -19,7 +19,7 @@ class MaskedLMHead(keras.layers.Layer):
     Example:
     >>> embedding = keras.layers.Embedding(100, 8); embedding.build((None,))
     >>> head = MaskedLMHead(embedding, activation="gelu")
-    >>> head(np.random.rand(2, 5, 8), np.array([[1, 3], [0, 4]])).shape
+    >>> tuple(head(np.random.rand(2, 5, 8), np.array([[1, 3], [0, 4]])).shape)
     (2, 2, 100)
     """
 

@@ -17,8 +17,8 @@ class SentencePooling(keras.layers.Layer):
     Example:
     >>> pool = SentencePooling("mean", normalize=False)
     >>> x = np.array([[[1.0], [3.0], [100.0]]]); mask = np.array([[1, 1, 0]])
-    >>> pool(x, mask)
-    [[2.0]]
+    >>> keras.ops.convert_to_numpy(pool(x, mask))
+    array([[2.]], dtype=float32)
     """
 
     def __init__(self, pooling="mean", normalize=True, **kwargs):

@@ -28,7 +28,7 @@ class BertTransformerLayer(keras.layers.Layer):
     >>> layer = BertTransformerLayer(num_heads=2, intermediate_dim=16)
     >>> x = np.random.rand(2, 5, 8).astype("float32")
     >>> mask = np.ones((2, 1, 1, 5), bool)
-    >>> layer(x, attention_mask=mask).shape
+    >>> tuple(layer(x, attention_mask=mask).shape)
     (2, 5, 8)
     """
 
@@ -110,14 +110,18 @@ class BertTransformerLayer(keras.layers.Layer):
         if attention_mask is not None:
             scores = ops.where(attention_mask, scores, _large_negative("float32"))
         probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
-        dropped = self.probabilities_dropout(probabilities, training=training)
+        dropped = self.probabilities_dropout.call(probabilities, training=training)
         return ops.einsum("bnts,bsnh->btnh", dropped, value), probabilities
 
     def call(self, x, attention_mask=None, training=None, return_attention_scores=False):
         """`attention_mask`: boolean, broadcastable to (batch, heads, q, k)."""
-        query = self._split_heads(self.query(x))
-        key = self._split_heads(self.key(x))
-        value = self._split_heads(self.value(x))
+        # Sublayers run through `.call()`: this layer's `__call__` has already
+        # cast `x`, opened the autocast scope and resolved `training`, and
+        # eleven more `__call__`s per layer are most of the torch backend's
+        # per-batch Python overhead.
+        query = self._split_heads(self.query.call(x))
+        key = self._split_heads(self.key.call(x))
+        value = self._split_heads(self.value.call(x))
         dropout_active = training and self.attention_dropout > 0
         if return_attention_scores or dropout_active:
             context, probabilities = self._explicit_attention(
@@ -127,17 +131,26 @@ class BertTransformerLayer(keras.layers.Layer):
             context = ops.dot_product_attention(query, key, value, mask=attention_mask)
             probabilities = None
         context = ops.reshape(context, ops.shape(x))
-        attention = self.hidden_dropout(self.attention_output(context), training=training)
-        x = self.attention_layer_norm(x + attention)
-        feed_forward = self.output_dense(self.intermediate(x))
-        feed_forward = self.hidden_dropout(feed_forward, training=training)
-        x = self.output_layer_norm(x + feed_forward)
+        attention = self.hidden_dropout.call(
+            self.attention_output.call(context), training=training
+        )
+        x = self.attention_layer_norm.call(x + attention)
+        feed_forward = self.output_dense.call(self.intermediate.call(x))
+        feed_forward = self.hidden_dropout.call(feed_forward, training=training)
+        x = self.output_layer_norm.call(x + feed_forward)
         if return_attention_scores:
             return x, probabilities
         return x
 
-    def compute_output_shape(self, input_shape):
-        return input_shape
+    def compute_output_spec(
+        self, x, attention_mask=None, training=None, return_attention_scores=False
+    ):
+        output = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return output
+        batch, length = x.shape[0], x.shape[1]
+        scores = (batch, self.num_heads, length, length)
+        return output, keras.KerasTensor(scores, dtype=self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -34,7 +34,11 @@ class BertBackbone(PresetMixin, FunctionalModel):
     `padding_mask` default to zeros and ones when left out. Outputs are a dict
     of `sequence_output` (batch, seq, hidden) and `pooled_output` (batch,
     hidden) = tanh(dense([CLS])), plus `hidden_states` (embeddings output and
-    one per layer, L+1 tensors) when `output_hidden_states=True`.
+    one per layer, L+1 tensors) when `output_hidden_states=True`, and
+    `attentions` (one (batch, heads, seq, seq) probability tensor per layer,
+    as transformers' `output_attentions=True` gives them) when
+    `output_attentions=True`; that takes the explicit-softmax attention
+    instead of the fused kernel, so it is off by default.
 
     Weight paths: `embeddings/...` (see `BertEmbeddings`),
     `transformer_layer_{i}/...` (see `BertTransformerLayer`), `pooler/{kernel,bias}`.
@@ -45,9 +49,19 @@ class BertBackbone(PresetMixin, FunctionalModel):
     ...     intermediate_dim=16)
     >>> out = backbone({"token_ids": np.array([[2, 5, 3, 0]]),
     ...                 "padding_mask": np.array([[1, 1, 1, 0]])})
-    >>> out["sequence_output"].shape, out["pooled_output"].shape
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
     ((1, 4, 8), (1, 8))
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "backbone"
+    uses_pooler = True
+
+    def export_outputs(self, outputs):
+        return {
+            "sequence_output": outputs["sequence_output"],
+            "pooled_output": outputs["pooled_output"],
+        }
 
     def __init__(
         self,
@@ -64,6 +78,7 @@ class BertBackbone(PresetMixin, FunctionalModel):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         output_hidden_states=False,
+        output_attentions=False,
         dtype=None,
         **kwargs,
     ):
@@ -106,18 +121,7 @@ class BertBackbone(PresetMixin, FunctionalModel):
             name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in INPUT_NAMES
         }
-        x = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
-        attention_mask = attention_mask_from_padding(inputs["padding_mask"])
-        hidden_states = [x]
-        for layer in self.transformer_layers:
-            x = layer(x, attention_mask=attention_mask)
-            hidden_states.append(x)
-        outputs = {
-            "sequence_output": x,
-            "pooled_output": self.pooler(x[:, 0, :]),
-        }
-        if output_hidden_states:
-            outputs["hidden_states"] = hidden_states
+        outputs = self._encode(inputs, None, output_hidden_states, output_attentions)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         if dtype is not None:  # a functional model does not keep `dtype` itself
             self.dtype_policy = keras.dtype_policies.get(dtype)
@@ -136,7 +140,8 @@ class BertBackbone(PresetMixin, FunctionalModel):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.output_hidden_states = output_hidden_states
-        self.jit_compile = fastest_jit_compile()
+        self.output_attentions = output_attentions
+        self.jit_compile = fastest_jit_compile(self.dtype_policy, training=False)
 
     @property
     def token_embedding(self):
@@ -147,8 +152,54 @@ class BertBackbone(PresetMixin, FunctionalModel):
         return super().__call__(self.standardize_inputs(inputs), *args, **kwargs)
 
     def call(self, inputs, training=None, mask=None):
-        # `fit`/`predict` on JAX reach `call` without `__call__`.
-        return super().call(self.standardize_inputs(inputs), training=training, mask=mask)
+        # `fit`/`predict` on JAX reach `call` without `__call__`. The encoder
+        # runs its sublayers' `call()` directly rather than walking the
+        # functional graph: the same computation (`_encode` built that
+        # graph), without ~15 graph nodes and 8 nested `__call__`s of Python
+        # per batch, which is most of the torch backend's small-batch latency.
+        inputs = self.standardize_inputs(inputs)
+        return self._encode(
+            inputs, training, self.output_hidden_states, self.output_attentions, direct=True
+        )
+
+    def _encode(
+        self, inputs, training, output_hidden_states, output_attentions, direct=False
+    ):
+        """Embeddings, transformer layers and pooler on an input dict.
+
+        With `direct=False` (in `__init__`, on symbolic inputs) sublayers are
+        called as layers, which records the functional graph; with
+        `direct=True` (in `call`, where this model's `__call__` has already
+        cast the inputs, opened the autocast scope and resolved `training`)
+        through their `call()`.
+        """
+
+        def run(layer, *args, **kwargs):
+            return layer.call(*args, **kwargs) if direct else layer(*args, **kwargs)
+
+        x = run(
+            self.embeddings, inputs["token_ids"], inputs["segment_ids"], training=training
+        )
+        attention_mask = attention_mask_from_padding(inputs["padding_mask"])
+        hidden_states, attentions = [x], []
+        for layer in self.transformer_layers:
+            x = run(
+                layer,
+                x,
+                attention_mask=attention_mask,
+                training=training,
+                return_attention_scores=output_attentions,
+            )
+            if output_attentions:
+                x, probabilities = x
+                attentions.append(probabilities)
+            hidden_states.append(x)
+        outputs = {"sequence_output": x, "pooled_output": run(self.pooler, x[:, 0, :])}
+        if output_hidden_states:
+            outputs["hidden_states"] = hidden_states
+        if output_attentions:
+            outputs["attentions"] = attentions
+        return outputs
 
     def standardize_inputs(self, inputs):
         """Checks an input dict and fills in default segment ids and mask.
@@ -225,6 +276,7 @@ class BertBackbone(PresetMixin, FunctionalModel):
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
             "output_hidden_states": self.output_hidden_states,
+            "output_attentions": self.output_attentions,
         }
 
     @classmethod
@@ -235,11 +287,33 @@ class BertBackbone(PresetMixin, FunctionalModel):
         return cls(**config)
 
 
-def fastest_jit_compile():
-    """The fastest correct `jit_compile` per backend.
+def fastest_jit_compile(dtype_policy=None, training=True):
+    """The fastest correct `jit_compile` per backend, precision and use.
 
-    XLA on TensorFlow (Keras turns it off on CPU by default, which costs
-    keras-hub's BERT ~40% throughput) and JAX; eager on torch, where
-    `torch.compile` recompiles for every new sequence length.
+    - torch: eager (`torch.compile` recompiles for every new sequence length).
+    - JAX: XLA, its only compiler.
+    - TensorFlow on a GPU: XLA.
+    - TensorFlow on a CPU: XLA for float32 inference (it fuses what oneDNN
+      runs op by op; Keras leaves it off on CPU), but not for training, where
+      each length bucket compiles a training step that costs more than XLA
+      saves over a fine-tune, nor for bfloat16/float16, which XLA's CPU
+      backend computes at float32 speed or below while oneDNN uses the
+      CPU's bf16 units (AVX512-BF16, AMX). See `benchmarks/end_to_end.py`
+      and `benchmarks/matmul_limit.py`.
+
+    Example:
+    >>> fastest_jit_compile("float32", training=False) == (
+    ...     keras.backend.backend() != "torch")
+    True
     """
-    return keras.backend.backend() in ("tensorflow", "jax")
+    backend = keras.backend.backend()
+    if backend == "torch":
+        return False
+    if backend == "jax":
+        return True
+    import tensorflow as tf  # lazy: the TensorFlow backend, loaded already
+
+    if tf.config.list_physical_devices("GPU"):
+        return True
+    compute_dtype = keras.dtype_policies.get(dtype_policy or "float32").compute_dtype
+    return compute_dtype == "float32" and not training

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kbert.models.heads import classifier_head, label_names
 from kbert.models.task import Task, backbone_inputs
 
 PROBLEM_TYPES = {
@@ -26,8 +27,26 @@ class BertClassifier(Task):
 
     Example:
     >>> classifier = kbert.BertClassifier(backbone, num_classes=2)
-    >>> classifier.fit(x={"token_ids": ids, "padding_mask": mask}, y=labels)
+    >>> classifier.predict(token_inputs, verbose=0).shape  # float32 logits
+    (3, 2)
+    >>> # classifier.fit(x=token_inputs, y=labels): AdamW and the loss are set
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "classifier"
+    hf_architecture = "BertForSequenceClassification"
+    hf_heads = ("classifier",)
+    google_heads = ("classifier",)  # run_classifier.py's output_weights / output_bias
+    uses_pooler = True
+    pair_text_inputs = ("text", "text_pair")
+
+    def export_outputs(self, outputs):
+        named = {"logits": outputs}
+        if self.problem_type == "multi_label":
+            named["probabilities"] = ops.sigmoid(outputs)
+        elif self.problem_type == "single_label":
+            named["probabilities"] = ops.softmax(outputs, axis=-1)
+        return named
 
     def __init__(
         self,
@@ -47,16 +66,8 @@ class BertClassifier(Task):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.output_dropout = keras.layers.Dropout(
-            dropout, dtype=backbone.dtype_policy, name="output_dropout"
-        )
-        self.classifier = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="classifier",
+        self.output_dropout, self.classifier = classifier_head(
+            backbone, num_classes, dropout
         )
         # === Functional model ===
         inputs = backbone_inputs()
@@ -66,7 +77,7 @@ class BertClassifier(Task):
         self.num_classes = num_classes
         self.problem_type = PROBLEM_TYPES[problem_type]
         self.dropout = dropout
-        self.id2label = {int(k): v for k, v in id2label.items()} if id2label else None
+        self.id2label = label_names(id2label)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
     def default_loss(self):

@@ -20,9 +20,9 @@ class BertFeatureExtractor(Task):
     hidden). Shares the backbone's weights; adds none.
 
     Example:
-    >>> extractor = kbert.BertFeatureExtractor(backbone)        # last four, concat
-    >>> extractor.predict({"token_ids": ids, "padding_mask": mask}).shape
-    (batch, seq, 4 * hidden_dim)
+    >>> extractor = kbert.BertFeatureExtractor(backbone, layers=(-3, -2, -1))
+    >>> extractor.predict(token_inputs, verbose=0).shape  # (batch, seq, 3 * hidden_dim)
+    (3, 10, 24)
     """
 
     def __init__(
@@ -61,6 +61,7 @@ class BertFeatureExtractor(Task):
         # === Config ===
         self.layers_indices = tuple(int(i) for i in layers)
         self.combine = combine
+        self.output_sequence_axis = 2 if combine == "stack" else 1
         super().__init__(inputs=backbone.input, outputs=features, **kwargs)
 
     def default_loss(self):

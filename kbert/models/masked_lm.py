@@ -39,10 +39,21 @@ class BertMaskedLM(Task):
 
     Example:
     >>> mlm = kbert.BertMaskedLM(backbone)
-    >>> mlm.predict({"token_ids": ids, "padding_mask": mask,
-    ...              "mask_positions": np.array([[3]])}).shape
-    (1, 1, vocabulary_size)
+    >>> positions = np.array([[3], [1], [2]])
+    >>> mlm.predict({**token_inputs, "mask_positions": positions}, verbose=0).shape
+    (3, 1, 41)
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "masked_lm"
+    hf_architecture = "BertForMaskedLM"
+    hf_heads = ("masked_lm",)
+    hf_pooler = False
+    google_heads = ("masked_lm",)
+    per_token_outputs = True
+
+    def export_outputs(self, outputs):
+        return {"logits": outputs}
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
         # === Layers ===

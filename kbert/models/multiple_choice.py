@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
+from kbert.models.heads import classifier_head
 from kbert.models.task import Task, backbone_inputs
 
 
@@ -36,28 +37,30 @@ class BertMultipleChoice(Task):
 
     Example:
     >>> chooser = kbert.BertMultipleChoice(backbone, num_choices=4)
-    >>> chooser.predict({"token_ids": ids_b_4_s, "padding_mask": mask_b_4_s}).shape
-    (batch, 4)
+    >>> ones = np.ones((2, 4, 6), "int32")  # (batch, num_choices, seq)
+    >>> inputs = {"token_ids": ones, "segment_ids": 0 * ones, "padding_mask": ones}
+    >>> chooser.predict(inputs, verbose=0).shape
+    (2, 4)
     >>> chooser = kbert.BertMultipleChoice(backbone, 2, preprocessor=preprocessor)
-    >>> chooser.predict((["The sky is"], [["blue", "loud"]])).shape
+    >>> chooser.predict((["The sky is"], [["blue", "loud"]]), verbose=0).shape
     (1, 2)
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "multiple_choice"
+    hf_architecture = "BertForMultipleChoice"
+    hf_heads = ("classifier",)
+    uses_pooler = True
+    text_inputs = ("prompt", "choices")  # choices: (batch, num_choices) strings
+
+    def export_outputs(self, outputs):
+        return {"logits": outputs, "probabilities": ops.softmax(outputs, axis=-1)}
 
     def __init__(self, backbone, num_choices, preprocessor=None, dropout=0.1, **kwargs):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.output_dropout = keras.layers.Dropout(
-            dropout, dtype=backbone.dtype_policy, name="output_dropout"
-        )
-        self.classifier = keras.layers.Dense(
-            1,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="classifier",
-        )
+        self.output_dropout, self.classifier = classifier_head(backbone, 1, dropout)
         # === Functional model ===
         self.flatten_choices = FlattenChoices(name="flatten_choices")
         inputs = backbone_inputs(extra_dims=(num_choices,))
@@ -72,7 +75,7 @@ class BertMultipleChoice(Task):
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """`(prompts, choices)` -> (batch, num_choices, seq) packed pairs."""
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         if self.preprocessor is None:
             raise ValueError("This BertMultipleChoice has no preprocessor.")

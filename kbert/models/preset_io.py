@@ -1,8 +1,80 @@
-"""`from_preset` / `save_to_preset` for every kbert model class."""
+"""What every kbert model class declares about itself, and its preset I/O.
+
+Checkpoint converters (`kbert.presets`), exporters (`kbert.export`) and the
+command line read a model class's facts from the class attributes below;
+every class states its own in its file, and no table elsewhere repeats them.
+
+`from_preset` / `save_to_preset` run the checkpoint formats of
+`kbert.presets`, which sits above the models: it builds models and reads
+these declarations, so the models cannot import it. Importing
+`kbert.presets` (which `import kbert` does) hands its loader and saver to
+`use_preset_formats`.
+"""
+
+_preset_formats = {}
+
+
+def use_preset_formats(load, save):
+    """Connects `from_preset` / `save_to_preset` to the checkpoint formats.
+
+    `load(cls, source, **overrides)` builds a model; `save(model, directory)`
+    writes a kbert preset. `kbert.presets` calls this once, on import.
+    """
+    _preset_formats.update(load=load, save=save)
+
+
+def _preset_format(action):
+    if action not in _preset_formats:  # only while `kbert.presets` is half-imported
+        raise RuntimeError("kbert.presets is not imported yet: `import kbert` first.")
+    return _preset_formats[action]
 
 
 class PresetMixin:
-    """Adds preset loading and saving; the formats live in `kbert.presets`."""
+    """The declarations of a kbert model class, and `from_preset` / `save_to_preset`.
+
+    Subclasses override the attributes that differ from these defaults (a
+    backbone-only model: `BertModel`, no heads, no pooler use).
+    """
+
+    # === Declarations: what converters, exporters and the CLI read ===
+    # Its name on the command line (`kbert convert --task`), in export records
+    # and in checkpoint detection; None for a class they do not offer.
+    task_name = None
+    # The transformers class it is saved as and detected from, the heads of
+    # the BERT weight layout that class holds (`kbert.presets.bert_layout`)
+    # and whether it holds `bert.pooler`.
+    hf_architecture = "BertModel"
+    hf_heads = ()
+    hf_pooler = True
+    # The layout heads an original Google BERT (TF1) checkpoint stores for it.
+    google_heads = ()
+    # Whether its outputs depend on `pooled_output`: loading a checkpoint
+    # without pooler weights warns.
+    uses_pooler = False
+    # String inputs of its exported text signatures; `pair_text_inputs` for
+    # an export with `text_pairs=True` (None: it takes no pairs).
+    text_inputs = ("text",)
+    pair_text_inputs = None
+    # Whether its outputs index word pieces: exported string signatures then
+    # also return the `token_ids` they ran on.
+    per_token_outputs = False
+
+    def export_outputs(self, outputs):
+        """Named outputs of an exported artifact, from this model's raw outputs.
+
+        Runs on backend tensors; `kbert.export` gives every runtime these names.
+
+        Example:
+        >>> sorted(backbone.export_outputs(backbone(token_inputs)))
+        ['pooled_output', 'sequence_output']
+        """
+        raise ValueError(
+            f"Cannot export a {type(self).__name__}: export a task model "
+            "(classifier, token classifier, question answerer, multiple choice, "
+            "masked LM, text embedder) or a backbone."
+        )
+
+    # === Presets ===
 
     @classmethod
     def from_preset(cls, source, **overrides):
@@ -11,13 +83,21 @@ class PresetMixin:
 
         `overrides` replace config values (backbone ones such as `dropout` or
         `dtype` too) or give task arguments such as `num_classes`.
-        """
-        from kbert.presets.loader import load_preset
 
-        return load_preset(cls, source, **overrides)
+        Example:
+        >>> classifier = kbert.BertClassifier.from_preset(classifier_preset)
+        >>> classifier.num_classes, classifier.backbone.num_layers
+        (2, 2)
+        >>> # kbert.BertMaskedLM.from_preset("splade_tiny_mlm"): a registered name
+        """
+        return _preset_format("load")(cls, source, **overrides)
 
     def save_to_preset(self, directory):
-        """Writes a kbert preset directory (atomically) that `from_preset` reads."""
-        from kbert.presets.kbert_format import save_kbert_preset
+        """Writes a kbert preset directory (atomically) that `from_preset` reads.
 
-        save_kbert_preset(self, directory)
+        Example:
+        >>> backbone.save_to_preset("out/backbone")
+        >>> kbert.BertBackbone.from_preset("out/backbone").num_layers
+        2
+        """
+        _preset_format("save")(self, directory)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kbert.models.heads import dense_head
 from kbert.models.masked_lm import masked_lm_head_for, masked_lm_loss
 from kbert.models.task import Task, backbone_inputs
 
@@ -21,22 +22,26 @@ class BertPretrainer(Task):
 
     Example:
     >>> pretrainer = kbert.BertPretrainer(backbone)
-    >>> pretrainer.fit(x=features, y=labels, sample_weight=weights)
+    >>> positions = np.array([[1, 2], [1, 3], [0, 2]])  # P = 2 predictions per row
+    >>> inputs = {**token_inputs, "mask_positions": positions}
+    >>> outputs = pretrainer.predict(inputs, verbose=0)
+    >>> outputs["mlm_logits"].shape, outputs["nsp_logits"].shape
+    ((3, 2, 41), (3, 2))
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "pretrainer"
+    hf_architecture = "BertForPreTraining"
+    hf_heads = ("masked_lm", "next_sentence")
+    google_heads = ("masked_lm", "next_sentence")
+    uses_pooler = True
 
     def __init__(self, backbone, preprocessor=None, **kwargs):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
         self.masked_lm_head = masked_lm_head_for(backbone)
-        self.next_sentence_head = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="next_sentence_head",
-        )
+        self.next_sentence_head = dense_head(backbone, 2, "next_sentence_head")
         # === Functional model ===
         inputs = backbone_inputs()
         inputs["mask_positions"] = keras.Input(

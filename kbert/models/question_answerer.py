@@ -4,8 +4,9 @@ import keras
 from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
+from kbert.models.heads import dense_head
 from kbert.models.task import Task, backbone_inputs
-from kbert.tasks import batching, qa_decoding, qa_labels, qa_windows
+from kbert.tasks import qa_decoding, qa_labels, qa_windows
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -40,10 +41,26 @@ class BertQuestionAnswerer(Task):
 
     Example:
     >>> qa = kbert.BertQuestionAnswerer(backbone, preprocessor=preprocessor)
-    >>> qa.fit((["Who wrote?"], ["Ada wrote notes."]), ([0], [3]), epochs=3)
-    >>> qa.answer("Who wrote?", "Ada wrote notes.")
-    {'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.52}
+    >>> found = qa.answer("Who wrote?", "Ada wrote notes.")
+    >>> sorted(found), "Ada wrote notes."[found["start"] : found["end"]] == found["answer"]
+    (['answer', 'end', 'score', 'start'], True)
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "question_answerer"
+    hf_architecture = "BertForQuestionAnswering"
+    hf_heads = ("span_classifier",)
+    hf_pooler = False
+    google_heads = ("span_classifier",)  # run_squad.py's cls/squad/output_*
+    text_inputs = ("question", "context")
+    per_token_outputs = True
+    output_sequence_axis = 1
+
+    def export_outputs(self, outputs):
+        return {
+            "start_logits": outputs["start_logits"],
+            "end_logits": outputs["end_logits"],
+        }
 
     def __init__(
         self,
@@ -56,14 +73,7 @@ class BertQuestionAnswerer(Task):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.span_classifier = keras.layers.Dense(
-            2,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="span_classifier",
-        )
+        self.span_classifier = dense_head(backbone, 2, "span_classifier")
         # === Functional model ===
         inputs = backbone_inputs()
         sequence = backbone(inputs)["sequence_output"]
@@ -106,7 +116,7 @@ class BertQuestionAnswerer(Task):
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """`(questions, contexts)` (and answer character spans) -> windows."""
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         if not isinstance(x, (tuple, list)) or len(x) != 2:
             raise ValueError(
@@ -168,10 +178,12 @@ class BertQuestionAnswerer(Task):
             questions, a list of those.
 
         Example:
-        >>> qa.answer(["Who wrote?"], ["Ada wrote notes."], top_k=2)
-        [[{'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.52}, {...}]]
+        >>> qa = kbert.BertQuestionAnswerer(backbone, preprocessor=preprocessor)
+        >>> answers = qa.answer(["Who wrote?"], ["Ada wrote notes."], top_k=2)
+        >>> len(answers), len(answers[0]), answers[0][0]["score"] >= answers[0][1]["score"]
+        (1, 2, True)
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         single = isinstance(questions, str)
         questions = [questions] if single else list(questions)
@@ -186,11 +198,8 @@ class BertQuestionAnswerer(Task):
             tf.constant(questions, tf.string), tf.constant(contexts, tf.string), doc_stride
         )
         windows = {name: value.numpy() for name, value in windows.items()}
-        batch_size = batch_size or batching.DEFAULT_BATCH_SIZE
-        features = batching.pad_rows(
-            {name: windows[name] for name in INPUT_NAMES}, batch_size
-        )
-        logits = keras.Model.predict(self, features, batch_size=batch_size, verbose=0)
+        features = {name: windows[name] for name in INPUT_NAMES}
+        logits = self.predict_features(features, batch_size)
         answers = qa_decoding.decode_answers(
             logits["start_logits"],
             logits["end_logits"],

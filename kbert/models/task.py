@@ -1,9 +1,13 @@
 """Task: the base of every kbert task model (a backbone plus a head)."""
 
+import functools
+
 import keras
 import numpy as np
 
+from kbert.models import length_batching
 from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
+from kbert.models.bucketed_batches import BucketedBatches
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.preset_io import PresetMixin
 from kbert.optimization.optimizers import bert_optimizer
@@ -24,17 +28,51 @@ def backbone_inputs(extra_dims=()):
     }
 
 
+def _is_dataset(x):
+    return hasattr(x, "element_spec")
+
+
+def _is_batched(x):
+    """A `tf.data.Dataset` or a `keras.utils.PyDataset`: batches made already."""
+    return _is_dataset(x) or isinstance(x, keras.utils.PyDataset)
+
+
 class Task(PresetMixin, FunctionalModel):
     """A backbone plus a head, compiled with working defaults on creation.
 
     Subclasses build a functional graph and define `default_loss()` and
     `default_metrics()`. `compile()` fills in AdamW, the task's loss and
-    metrics, and the fastest correct `jit_compile` for the backend.
+    metrics, and the fastest correct `jit_compile` for the backend and
+    precision.
+
+    With a `preprocessor` attached, `fit`, `evaluate` and `predict` take raw
+    samples (strings, string pairs, ...), in memory or as a batched
+    `tf.data.Dataset`, and run them in length buckets: each batch is padded
+    to the next of a few fixed lengths (`kbert.models.length_batching`), not
+    to the preprocessor's `sequence_length`. `predict` sorts texts by length
+    and returns outputs in input order; outputs with a sequence axis come
+    back padded to `sequence_length`, zero at every padding position. `fit`
+    groups batches by length and shuffles within and across length groups.
+
+    `dtype` (e.g. `"bfloat16"`, `"mixed_bfloat16"`) is the backbone's: build
+    the backbone with it, or pass it to `from_preset`.
     """
 
     backbone_cls = BertBackbone
+    # The axis of the sequence dimension in every output (and label), or None
+    # when outputs hold one value per example.
+    output_sequence_axis = None
 
-    def __init__(self, *args, compile=True, **kwargs):
+    def __init__(self, *args, compile=True, dtype=None, **kwargs):
+        backbone_policy = self.backbone.dtype_policy.name
+        policy = None if dtype is None else keras.dtype_policies.get(dtype).name
+        if policy is not None and policy != backbone_policy:
+            raise ValueError(
+                f"{type(self).__name__}(dtype={policy!r}) differs from its backbone's "
+                f"dtype {backbone_policy!r}: a task runs in its backbone's precision. "
+                "Build the backbone with that dtype (`BertBackbone(..., dtype=...)`) "
+                "or load with `from_preset(..., dtype=...)`."
+            )
         super().__init__(*args, **kwargs)
         if compile:
             self.compile()
@@ -42,11 +80,21 @@ class Task(PresetMixin, FunctionalModel):
     def compile(
         self, optimizer="auto", loss="auto", metrics="auto", jit_compile="auto", **kwargs
     ):
+        policy = self.backbone.dtype_policy
+        # Raw-sample inference runs its own compiled function (`predict`); an
+        # explicit `jit_compile` applies to it too.
+        self._inference_jit_compile = (
+            fastest_jit_compile(policy, training=False)
+            if jit_compile == "auto"
+            else jit_compile
+        )
         super().compile(
             optimizer=default_optimizer() if optimizer == "auto" else optimizer,
             loss=self.default_loss() if loss == "auto" else loss,
             metrics=self.default_metrics() if metrics == "auto" else metrics,
-            jit_compile=fastest_jit_compile() if jit_compile == "auto" else jit_compile,
+            jit_compile=fastest_jit_compile(policy)
+            if jit_compile == "auto"
+            else jit_compile,
             **kwargs,
         )
 
@@ -58,10 +106,11 @@ class Task(PresetMixin, FunctionalModel):
             self.optimizer.build(self.trainable_variables)
 
     # === Raw samples in ===
-    # In-memory samples (lists, arrays) are preprocessed once, eagerly, and fed
-    # as arrays: no tracing of the tokenizer graph per call, and Keras batches
-    # and shuffles them as usual. A `tf.data.Dataset` of raw samples gets the
-    # preprocessor mapped over it instead (for data that does not fit in memory).
+    # In-memory samples (lists, arrays) are preprocessed once, eagerly, to the
+    # preprocessor's `sequence_length`; batches are then cut to their bucket
+    # length. A `tf.data.Dataset` of raw samples gets the preprocessor mapped
+    # over it and each batch cut the same way (for data that does not fit in
+    # memory; its batches keep the order and size the dataset gives).
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """Raw samples -> model inputs, eagerly or inside `tf.data`.
@@ -78,46 +127,148 @@ class Task(PresetMixin, FunctionalModel):
         """True when `x` holds raw samples for the preprocessor, not model inputs."""
         if self.preprocessor is None or isinstance(x, dict):
             return False
-        if hasattr(x, "element_spec"):  # a tf.data.Dataset
+        if _is_dataset(x):
             spec = x.element_spec
             first = spec[0] if isinstance(spec, tuple) else spec
             return not isinstance(first, dict)
         return True
 
-    def _preprocessed(self, x, y=None, sample_weight=None):
-        """`(x, y, sample_weight)` of model inputs from raw samples."""
-        if hasattr(x, "element_spec"):
-            import tensorflow as tf
+    @property
+    def _sequence_length(self):
+        return self.preprocessor.sequence_length
 
-            mapped = x.map(self.preprocess_samples, num_parallel_calls=tf.data.AUTOTUNE)
-            return mapped.prefetch(tf.data.AUTOTUNE), None, None
-        data = keras.tree.map_structure(
-            np.asarray, self.preprocess_samples(x, y, sample_weight)
+    def _raw_arrays(self, x, y=None, sample_weight=None):
+        """`(features, y, sample_weight)` as NumPy arrays from in-memory raw samples."""
+        data = self.preprocess_samples(x, y, sample_weight)
+        data = keras.tree.map_structure(np.asarray, data)
+        features, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        if features["token_ids"].ndim < len(self.input["token_ids"].shape):
+            # One sample (a bare string or pair): a batch of one.
+            features, y, sample_weight = (
+                None if v is None else keras.tree.map_structure(lambda a: a[None], v)
+                for v in (features, y, sample_weight)
+            )
+        return features, y, sample_weight
+
+    def _bucketed_dataset(self, features, y, sample_weight, batch_size, shuffle):
+        """In-memory samples as length-bucketed batches (a new grouping per epoch)."""
+        batches = BucketedBatches(
+            features,
+            y,
+            sample_weight,
+            batch_size,
+            self._sequence_length,
+            shuffle=shuffle,
+            coarse=self._coarse_training_buckets,
+            label_axis=self.output_sequence_axis,
+            sequence_names=INPUT_NAMES,
         )
-        return keras.utils.unpack_x_y_sample_weight(data)
+        if keras.backend.backend() == "tensorflow":
+            return batches.as_tf_dataset()
+        return batches
 
-    def _preprocessed_validation(self, validation_data):
-        if hasattr(validation_data, "element_spec"):
-            if self._takes_raw(validation_data):
-                return self._preprocessed(validation_data)[0]
-            return validation_data
-        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
-        if not self._takes_raw(x):
-            return validation_data
-        return keras.utils.pack_x_y_sample_weight(*self._preprocessed(x, y, sample_weight))
+    def _bucketed_raw_dataset(self, dataset, coarse=False):
+        """A batched `tf.data.Dataset` of raw samples, preprocessed and each
+        batch cut to its bucket length."""
+        import tensorflow as tf  # lazy: tf.data pipelines are TensorFlow
+
+        buckets = length_batching.bucket_lengths(self._sequence_length, coarse)
+        buckets = tf.constant(buckets)
+        axis = self.output_sequence_axis
+
+        def cut(*element):
+            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+                self.preprocess_samples(*element)
+            )
+            mask = tf.cast(x["padding_mask"], tf.int32)
+            longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
+            length = tf.gather(buckets, tf.argmax(tf.cast(buckets >= longest, tf.int32)))
+            x = {
+                name: value[..., :length] if name in INPUT_NAMES else value
+                for name, value in x.items()
+            }
+
+            def cut_label(value):
+                if axis is None or value is None or value.shape.rank <= axis:
+                    return value
+                return tf.gather(value, tf.range(length), axis=axis)
+
+            y, sample_weight = (
+                None if v is None else tf.nest.map_structure(cut_label, v)
+                for v in (y, sample_weight)
+            )
+            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
+        mapped = dataset.map(cut, num_parallel_calls=tf.data.AUTOTUNE)
+        return mapped.prefetch(tf.data.AUTOTUNE)
+
+    @property
+    def _coarse_training_buckets(self):
+        # Under XLA each new shape compiles a training step: fewer, coarser buckets.
+        return bool(getattr(self, "jit_compile", False))
+
+    def _training_data(self, x, y, sample_weight, batch_size, shuffle):
+        """Raw samples -> a length-bucketed dataset for `fit` / `evaluate`."""
+        if _is_dataset(x):
+            return self._bucketed_raw_dataset(x, self._coarse_training_buckets)
+        features, y, sample_weight = self._raw_arrays(x, y, sample_weight)
+        batch_size = batch_size or length_batching.DEFAULT_BATCH_SIZE
+        return self._bucketed_dataset(features, y, sample_weight, batch_size, shuffle)
+
+    def _split_validation(self, x, y, sample_weight, validation_split):
+        """Keras' `validation_split` on raw samples: the last fraction, unshuffled."""
+        features, y, sample_weight = self._raw_arrays(x, y, sample_weight)
+        count = len(length_batching.token_lengths(features))
+        split = int(count * (1.0 - validation_split))
+        if not 0 < split < count:
+            raise ValueError(
+                f"validation_split={validation_split} leaves no training or no "
+                f"validation samples out of {count}."
+            )
+        first, last = np.arange(split), np.arange(split, count)
+        return [
+            tuple(length_batching.take_rows(v, index) for v in (features, y, sample_weight))
+            for index in (first, last)
+        ]
 
     def fit(
         self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, **kwargs
     ):
-        """`keras.Model.fit`; with a preprocessor attached, `x` may hold raw strings."""
+        """`keras.Model.fit`; with a preprocessor attached, `x` may hold raw samples.
+
+        Raw samples train in length-bucketed batches of `batch_size` (default
+        32); `shuffle=True` shuffles within and across length groups each
+        epoch, `shuffle=False` keeps the given order within mega-batches of
+        50 batches.
+        """
+        validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_raw(x):
-            x, y, sample_weight = self._preprocessed(x, y, sample_weight)
-        if kwargs.get("validation_data") is not None and self.preprocessor is not None:
-            kwargs["validation_data"] = self._preprocessed_validation(
-                kwargs["validation_data"]
+            validation_split = kwargs.pop("validation_split", 0.0)
+            default = batch_size or length_batching.DEFAULT_BATCH_SIZE
+            if validation_split and not _is_dataset(x):
+                train, held_out = self._split_validation(
+                    x, y, sample_weight, validation_split
+                )
+                x = self._bucketed_dataset(*train, default, shuffle)
+                if kwargs.get("validation_data") is None:  # Keras: validation_data wins
+                    kwargs["validation_data"] = self._bucketed_dataset(
+                        *held_out, validation_batch_size or default, False
+                    )
+            else:
+                if validation_split:
+                    kwargs["validation_split"] = validation_split  # Keras explains
+                x = self._training_data(x, y, sample_weight, batch_size, shuffle)
+            y = sample_weight = batch_size = None
+        if kwargs.get("validation_data") is not None:
+            kwargs["validation_data"] = self._validation_data(
+                kwargs["validation_data"], validation_batch_size
             )
-        if hasattr(x, "element_spec"):
-            shuffle = False  # a dataset shuffles itself
+        if validation_batch_size is not None and not _is_batched(
+            kwargs.get("validation_data")
+        ):
+            kwargs["validation_batch_size"] = validation_batch_size
+        if _is_batched(x):
+            shuffle = False  # batches come shuffled (or not) as they are
         return super().fit(
             x,
             y,
@@ -127,20 +278,166 @@ class Task(PresetMixin, FunctionalModel):
             **kwargs,
         )
 
+    def _validation_data(self, validation_data, batch_size):
+        if isinstance(validation_data, keras.utils.PyDataset):
+            return validation_data
+        if _is_dataset(validation_data):
+            if self._takes_raw(validation_data):
+                return self._bucketed_raw_dataset(
+                    validation_data, self._coarse_training_buckets
+                )
+            return validation_data
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
+        if not self._takes_raw(x):
+            return validation_data
+        return self._training_data(x, y, sample_weight, batch_size, shuffle=False)
+
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """`keras.Model.evaluate`; with a preprocessor, `x` may hold raw strings."""
-        # `fit` evaluates its (already preprocessed) validation data this way.
+        """`keras.Model.evaluate`; with a preprocessor, `x` may hold raw samples
+        (run in length-bucketed batches, longest first)."""
+        # `fit` evaluates its (already bucketed) validation data this way.
         if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
-            x, y, sample_weight = self._preprocessed(x, y, sample_weight)
+            x = self._training_data(x, y, sample_weight, batch_size, shuffle=False)
+            y = sample_weight = batch_size = None
         return super().evaluate(
             x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
         )
 
-    def predict(self, x, batch_size=None, **kwargs):
-        """`keras.Model.predict`; with a preprocessor attached, `x` may hold raw strings."""
-        if self._takes_raw(x):
-            x = self._preprocessed(x)[0]
-        return super().predict(x, batch_size=batch_size, **kwargs)
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """`keras.Model.predict`; with a preprocessor attached, `x` may hold raw
+        samples, run in length buckets (see the class docstring) and returned
+        in input order."""
+        if not self._takes_raw(x):
+            return super().predict(
+                x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
+            )
+        if _is_dataset(x):
+            batches = (
+                (None, element if isinstance(element, dict) else element[0])
+                for element in self._bucketed_raw_dataset(x).as_numpy_iterator()
+            )
+            return self._predict_batches(batches, None, None, verbose, callbacks)
+        features = self._raw_arrays(x)[0]
+        return self.predict_features(features, batch_size, verbose, callbacks)
+
+    def predict_features(self, features, batch_size=None, verbose=0, callbacks=None):
+        """Outputs for preprocessed `features` (NumPy, padded to the
+        preprocessor's `sequence_length`), run in length buckets, in input order."""
+        batch_size = batch_size or length_batching.DEFAULT_BATCH_SIZE
+        count = len(length_batching.token_lengths(features))
+        batches = length_batching.predict_batches(
+            features, batch_size, self._sequence_length
+        )
+        steps = -(-count // batch_size)
+        return self._predict_batches(batches, count, steps, verbose, callbacks)
+
+    def _predict_batches(self, batches, count, steps, verbose, callbacks):
+        """Runs `(row_index, features)` batches; outputs in input order.
+
+        `row_index` None means the batches are already in order (a dataset).
+        """
+        verbose = 1 if verbose == "auto" else verbose
+        callbacks = keras.callbacks.CallbackList(
+            callbacks,
+            add_progbar=verbose != 0,
+            verbose=verbose,
+            epochs=1,
+            steps=steps,
+            model=self,
+        )
+        forward = self._inference_function()
+        axis = self.output_sequence_axis
+        full = self._sequence_length
+
+        def restore(value, rows, mask):
+            """Drop padding rows; zero padding tokens and pad them back to `full`."""
+            value = value[:rows]
+            if axis is None:
+                return value
+            mask = np.expand_dims(mask, tuple(range(1, axis)))
+            mask = np.expand_dims(mask, tuple(range(axis + 1, value.ndim)))
+            value = np.where(mask.astype(bool), value, np.zeros((), value.dtype))
+            return length_batching.pad_to_length(value, axis, full)
+
+        pieces = []
+        callbacks.on_predict_begin()
+        for step, (index, features) in enumerate(batches):
+            callbacks.on_predict_batch_begin(step)
+            rows = len(index) if index is not None else None
+            mask = np.asarray(features["padding_mask"])[:rows]
+            restore_rows = functools.partial(restore, rows=rows, mask=mask)
+            outputs = keras.tree.map_structure(restore_rows, forward(features))
+            pieces.append((index, outputs))
+            callbacks.on_predict_batch_end(step, {"outputs": outputs})
+        callbacks.on_predict_end()
+        if not pieces:
+            return self._empty_outputs()
+        if count is None:
+            return keras.tree.map_structure(
+                lambda *values: np.concatenate(values), *[p[1] for p in pieces]
+            )
+
+        def scatter(*values):
+            result = np.empty((count,) + values[0].shape[1:], values[0].dtype)
+            for (index, _), value in zip(pieces, values):
+                result[index] = value
+            return result
+
+        return keras.tree.map_structure(scatter, *[p[1] for p in pieces])
+
+    def _empty_outputs(self):
+        """Outputs of no samples: zero rows, the shapes `predict` gives otherwise."""
+        full = self._sequence_length
+
+        def empty(tensor):
+            shape = tuple(full if d is None else d for d in tensor.shape[1:])
+            return np.zeros((0,) + shape, keras.backend.standardize_dtype(tensor.dtype))
+
+        return keras.tree.map_structure(empty, self.output)
+
+    def _inference_function(self):
+        """`features -> NumPy outputs`, compiled as `compile()` chose (XLA on
+        TensorFlow and JAX for float32, eager on torch), one program per shape."""
+        jit_compile = getattr(self, "_inference_jit_compile", None)
+        if jit_compile in (None, "auto"):
+            jit_compile = fastest_jit_compile(self.backbone.dtype_policy, training=False)
+        backend = keras.backend.backend()
+        if backend == "tensorflow":
+            import tensorflow as tf  # lazy: only on the TensorFlow backend
+
+            cache = self.__dict__.setdefault("_kbert_inference", {})
+            if jit_compile not in cache:
+                cache[jit_compile] = tf.function(
+                    lambda x: self(x, training=False),
+                    jit_compile=jit_compile,
+                    reduce_retracing=True,
+                )
+            function = cache[jit_compile]
+            return lambda x: keras.tree.map_structure(lambda t: t.numpy(), function(x))
+        if backend == "jax":
+            import jax  # lazy: the JAX backend only
+
+            def call(trainable, non_trainable, x):
+                return self.stateless_call(trainable, non_trainable, x, training=False)[0]
+
+            cache = self.__dict__.setdefault("_kbert_inference", {})
+            if jit_compile not in cache:
+                cache[jit_compile] = jax.jit(call) if jit_compile else call
+            function = cache[jit_compile]
+            trainable = [v.value for v in self.trainable_variables]
+            non_trainable = [v.value for v in self.non_trainable_variables]
+            return lambda x: keras.tree.map_structure(
+                np.asarray, function(trainable, non_trainable, x)
+            )
+        import torch  # lazy: the torch backend only
+
+        def run(x):
+            x = {name: torch.from_numpy(np.asarray(value)) for name, value in x.items()}
+            with torch.no_grad():
+                outputs = self(x, training=False)
+            return keras.tree.map_structure(lambda t: t.detach().cpu().numpy(), outputs)
+
+        return run
 
     def default_loss(self):
         raise NotImplementedError

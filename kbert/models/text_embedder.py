@@ -14,10 +14,18 @@ class BertTextEmbedder(Task):
     float32 (batch, hidden_dim). Adds no weights to the backbone's.
 
     Example:
-    >>> embedder = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
-    >>> embedder.predict(["A man is eating food."]).shape
-    (1, 384)
+    >>> embedder = kbert.BertTextEmbedder(backbone, preprocessor=preprocessor)
+    >>> embedder.predict(["A man is eating food."], verbose=0).shape  # (texts, hidden_dim)
+    (1, 8)
+    >>> # all-MiniLM-L6-v2, as sentence-transformers runs it:
+    >>> # kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "text_embedder"
+
+    def export_outputs(self, outputs):
+        return {"embeddings": outputs}
 
     def __init__(
         self, backbone, pooling="mean", normalize=True, preprocessor=None, **kwargs

@@ -5,8 +5,9 @@ import numpy as np
 from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
+from kbert.models.heads import classifier_head, label_names
 from kbert.models.task import Task, backbone_inputs
-from kbert.tasks import batching, token_alignment
+from kbert.tasks import token_alignment
 from kbert.tasks.bio import bio_to_spans, word_offsets
 from kbert.tasks.token_accuracy import TokenAccuracy
 
@@ -36,10 +37,21 @@ class BertTokenClassifier(Task):
     Example:
     >>> tagger = kbert.BertTokenClassifier(backbone, num_classes=3,
     ...     preprocessor=preprocessor, id2label={0: "O", 1: "B-PER", 2: "I-PER"})
-    >>> tagger.fit(["Ada Lovelace wrote"], [["B-PER", "I-PER", "O"]], epochs=3)
-    >>> tagger.predict_words(["Ada Lovelace wrote"])
-    [['B-PER', 'I-PER', 'O']]
+    >>> tags = tagger.predict_words(["Ada Lovelace wrote"])  # one tag per word
+    >>> len(tags[0]), set(tags[0]) <= {"O", "B-PER", "I-PER"}
+    (3, True)
     """
+
+    # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
+    task_name = "token_classifier"
+    hf_architecture = "BertForTokenClassification"
+    hf_heads = ("classifier",)
+    hf_pooler = False
+    per_token_outputs = True
+    output_sequence_axis = 1
+
+    def export_outputs(self, outputs):
+        return {"logits": outputs, "probabilities": ops.softmax(outputs, axis=-1)}
 
     def __init__(
         self, backbone, num_classes, preprocessor=None, dropout=0.1, id2label=None, **kwargs
@@ -47,16 +59,8 @@ class BertTokenClassifier(Task):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.output_dropout = keras.layers.Dropout(
-            dropout, dtype=backbone.dtype_policy, name="output_dropout"
-        )
-        self.classifier = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=backbone.initializer_range
-            ),
-            dtype=backbone.dtype_policy,
-            name="classifier",
+        self.output_dropout, self.classifier = classifier_head(
+            backbone, num_classes, dropout
         )
         # === Functional model ===
         inputs = backbone_inputs()
@@ -65,7 +69,7 @@ class BertTokenClassifier(Task):
         # === Config ===
         self.num_classes = num_classes
         self.dropout = dropout
-        self.id2label = {int(k): v for k, v in id2label.items()} if id2label else None
+        self.id2label = label_names(id2label)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
     def default_loss(self):
@@ -96,7 +100,7 @@ class BertTokenClassifier(Task):
         Eagerly, `x` is texts or word lists and `y` label lists; inside
         `tf.data`, `x` is a string tensor and `y` labels padded with -100.
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         preprocessor = self._require_preprocessor()
         if not tf.is_tensor(x):
@@ -120,10 +124,13 @@ class BertTokenClassifier(Task):
         by the sequence length, or with no pieces, get `None`.
 
         Example:
-        >>> tagger.predict_words(["Ada Lovelace wrote", ["Babbage", "built"]])
-        [['B-PER', 'I-PER', 'O'], ['B-PER', 'O']]
+        >>> tagger = kbert.BertTokenClassifier(backbone, num_classes=3,
+        ...     preprocessor=preprocessor, id2label={0: "O", 1: "B-PER", 2: "I-PER"})
+        >>> tags = tagger.predict_words(["Ada Lovelace wrote", ["Babbage", "built"]])
+        >>> [len(row) for row in tags]
+        [3, 2]
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for raw text
 
         preprocessor = self._require_preprocessor()
         texts = token_alignment.texts_from_words(x)
@@ -134,10 +141,7 @@ class BertTokenClassifier(Task):
         )
         aligned = {name: value.numpy() for name, value in aligned.items()}
         features = {name: aligned[name] for name in INPUT_NAMES}
-        batch_size = batch_size or batching.DEFAULT_BATCH_SIZE
-        logits = keras.Model.predict(
-            self, batching.pad_rows(features, batch_size), batch_size=batch_size, verbose=0
-        )
+        logits = self.predict_features(features, batch_size)
         classes = np.argmax(logits, axis=-1)
         results = []
         for row, text in enumerate(texts):
@@ -157,8 +161,12 @@ class BertTokenClassifier(Task):
         offsets then refer to `" ".join(words)`.
 
         Example:
-        >>> tagger.predict_entities(["Ada Lovelace wrote"])
-        [[{'entity': 'PER', 'start': 0, 'end': 12, 'text': 'Ada Lovelace'}]]
+        >>> tagger = kbert.BertTokenClassifier(backbone, num_classes=3,
+        ...     preprocessor=preprocessor, id2label={0: "O", 1: "B-PER", 2: "I-PER"})
+        >>> text = "Ada Lovelace wrote"
+        >>> spans = tagger.predict_entities([text])[0]
+        >>> all(text[span["start"] : span["end"]] == span["text"] for span in spans)
+        True
         """
         if not self.id2label:
             raise ValueError("predict_entities needs id2label with BIO tags (B-X, I-X, O).")

@@ -31,6 +31,7 @@ def bert_optimizer(
 
     Example:
     >>> optimizer = bert_optimizer(total_steps=100000, warmup_steps=1000)
+    >>> pretrainer = kbert.BertPretrainer(backbone, compile=False)
     >>> pretrainer.compile(optimizer=optimizer)
     """
     schedule = learning_rate

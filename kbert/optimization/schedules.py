@@ -14,8 +14,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     Example:
     >>> schedule = WarmupLinearDecay(1e-4, warmup_steps=100, total_steps=1000)
-    >>> float(schedule(50)), float(schedule(100)), float(schedule(550))
-    (5e-05, 0.0001, 5e-05)
+    >>> [round(float(schedule(step)), 8) for step in (50, 100, 550)]
+    [5e-05, 0.0001, 5e-05]
     >>> optimizer = keras.optimizers.AdamW(learning_rate=schedule)
     """
 

@@ -29,7 +29,7 @@ STAND_IN_BASE = 0xE000
 
 def _row_positions(ragged):
     """Index of each value of a 2-D ragged tensor within its row."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     rows = ragged.value_rowids()
     return tf.range(tf.size(rows, out_type=rows.dtype)) - tf.gather(ragged.row_splits, rows)
@@ -37,7 +37,7 @@ def _row_positions(ragged):
 
 def _exclusive_cumsum_in_rows(values, row_splits):
     """Per-row exclusive cumulative sum of a flat tensor split by row_splits."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     total = tf.concat([[0], tf.cumsum(values)], axis=0)
     rows = tf.ragged.row_splits_to_segment_ids(row_splits)
@@ -52,7 +52,7 @@ def _normalized_char_lengths(code_points, is_special, lowercase, strip_accents):
     ASCII is done with arithmetic; only the other characters go through the
     string ops. A special token's stand-in stays (3 bytes).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     is_ascii_control = (
         (code_points < 32) & (code_points != 9) & (code_points != 10) & (code_points != 13)
@@ -91,6 +91,7 @@ def tokenize(
         ragged int32 start/end offsets in characters (code points) into
         `text`, end exclusive.
     """
+    # lazy: TF only when text is tokenized
     import tensorflow as tf
     import tensorflow_text as tft
 

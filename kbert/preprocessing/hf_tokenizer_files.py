@@ -64,8 +64,9 @@ def read_tokenizer_files(directory):
         "strip_accents": bool or None}`.
 
     Example:
-    >>> read_tokenizer_files("path/to/bert-base-uncased")  # doctest: +SKIP
-    {'vocabulary': ['[PAD]', ...], 'lowercase': True, 'strip_accents': None}
+    >>> arguments = read_tokenizer_files(minilm_dir)
+    >>> arguments["vocabulary"][:2], arguments["lowercase"], arguments["strip_accents"]
+    (['[PAD]', '[unused0]'], True, None)
     """
     directory = os.fspath(directory)
     vocab_path = os.path.join(directory, VOCABULARY_FILE)
@@ -122,13 +123,19 @@ def write_tokenizer_files(directory, vocabulary, lowercase, strip_accents):
 def read_preprocessor_config(directory):
     """`preprocessor_config.json` as a dict; `{}` when the file is absent.
 
-    Without it, a `tokenizer.json` truncation `max_length` gives
-    `sequence_length`.
+    Without it, `sequence_length` comes from `sentence_bert_config.json`'s
+    `max_seq_length` (where sentence-transformers truncates: 256 for
+    all-MiniLM-L6-v2), else from a `tokenizer.json` truncation `max_length`.
     """
     directory = os.fspath(directory)
     path = os.path.join(directory, PREPROCESSOR_CONFIG_FILE)
     if os.path.isfile(path):
         return _read_json(path)
+    sentence_bert = os.path.join(directory, "sentence_bert_config.json")
+    if os.path.isfile(sentence_bert):
+        length = _read_json(sentence_bert).get("max_seq_length")
+        if length:
+            return {"sequence_length": int(length)}
     json_path = os.path.join(directory, TOKENIZER_JSON_FILE)
     if os.path.isfile(json_path):
         truncation = _read_json(json_path).get("truncation") or {}

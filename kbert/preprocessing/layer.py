@@ -27,7 +27,7 @@ class PreprocessingLayer(keras.layers.Layer):
 
 def in_tf_graph():
     """True while tracing a `tf.function` or a `tf.data` map."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     return not tf.executing_eagerly()
 
@@ -62,7 +62,7 @@ def as_string_batch(inputs, name="inputs"):
     string TF tensor of shape `()`, `(batch,)` or `(batch, 1)`. Anything
     else raises a `ValueError` saying what was wrong.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     if isinstance(inputs, tf.RaggedTensor):
         raise ValueError(f"{name} is a RaggedTensor: pass a 1-D string tensor.")
@@ -123,7 +123,7 @@ def to_backend(outputs):
     In a TF graph, or on the TensorFlow backend, TF tensors are returned as
     they are.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     if in_tf_graph() or keras.config.backend() == "tensorflow":
         return outputs

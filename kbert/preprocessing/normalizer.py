@@ -34,6 +34,7 @@ def normalize(strings, lowercase, strip_accents):
     `strings` is a string tensor of any shape (flat values of a ragged one
     included); returns the normalized strings, same shape.
     """
+    # lazy: TF only when text is tokenized
     import tensorflow as tf
     import tensorflow_text as tft
 
@@ -57,7 +58,7 @@ def split_words_with_offsets(strings):
     After `normalize`, every whitespace character is a plain space.
     Returns ragged `(words, starts, ends)` with one more dimension.
     """
-    import tensorflow_text as tft
+    import tensorflow_text as tft  # lazy: TF only when text is tokenized
 
     return tft.regex_split_with_offsets(
         strings, f" |{PUNCTUATION}", keep_delim_regex_pattern=PUNCTUATION

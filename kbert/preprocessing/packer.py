@@ -21,7 +21,7 @@ def truncated_lengths(lengths, budget, truncation):
     raises (`only_first`/`only_second` when the other segment alone is over
     budget), the other segment is cut as well so that everything fits.
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     if len(lengths) == 1:
         if truncation == "only_second":
@@ -70,7 +70,7 @@ def pack(
         dict of int32 `[batch, sequence_length]` tensors: `token_ids`,
         `segment_ids`, `padding_mask` (+ `offsets_start`, `offsets_end`).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when text is tokenized
 
     n_special = len(segments) + 1
     if sequence_length < n_special:

@@ -5,6 +5,7 @@ import keras
 from kbert.preprocessing import hf_tokenizer_files, packer
 from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_backend
 from kbert.preprocessing.tokenizer import BertTokenizer
+from kbert.sources import resolve_source
 
 
 def _is_segment_list(x):
@@ -52,8 +53,8 @@ class BertPreprocessor(PreprocessingLayer):
     >>> tokenizer = BertTokenizer(
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "fox", "##es"])
     >>> preprocessor = BertPreprocessor(tokenizer, sequence_length=6)
-    >>> preprocessor(["The foxes"])["token_ids"]
-    <tf.Tensor: shape=(1, 6), dtype=int32, numpy=array([[2, 4, 5, 6, 3, 0]], dtype=int32)>
+    >>> keras.ops.convert_to_numpy(preprocessor(["The foxes"])["token_ids"])
+    array([[2, 4, 5, 6, 3, 0]], dtype=int32)
     """
 
     def __init__(
@@ -97,7 +98,7 @@ class BertPreprocessor(PreprocessingLayer):
 
     def preprocess(self, x):
         """Packed features as TF tensors (what `call` returns in a graph)."""
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only when text is tokenized
 
         segments, batched = self._segments(x)
         if len(segments) == 2:
@@ -181,14 +182,13 @@ class BertPreprocessor(PreprocessingLayer):
         `strip_accents`, `normalization`, `max_input_chars_per_word`).
 
         Example:
-        >>> preprocessor = BertPreprocessor.from_preset(  # doctest: +SKIP
-        ...     "path/to/model", sequence_length=64)
+        >>> preprocessor = BertPreprocessor.from_preset(minilm_dir, sequence_length=64)
+        >>> preprocessor.sequence_length, preprocessor.tokenizer.lowercase
+        (64, True)
         """
         tokenizer_keys = ("lowercase", "strip_accents", "normalization")
         tokenizer_keys += ("max_input_chars_per_word", "vocabulary")
         tokenizer_kwargs = {k: kwargs.pop(k) for k in tokenizer_keys if k in kwargs}
-        from kbert.presets.loader import resolve_source  # a registered name too
-
         directory = resolve_source(directory)
         config = hf_tokenizer_files.read_preprocessor_config(directory)
         arguments = {

@@ -3,6 +3,7 @@
 import os
 
 import keras
+import numpy as np
 
 from kbert.preprocessing import exact_tokenization, hf_tokenizer_files
 from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_backend
@@ -17,6 +18,7 @@ from kbert.preprocessing.vocabulary import (
     load_vocabulary,
     save_vocabulary,
 )
+from kbert.sources import resolve_source
 
 NORMALIZATIONS = ("exact", "tflite")
 
@@ -76,8 +78,9 @@ class BertTokenizer(PreprocessingLayer):
     Example:
     >>> tokenizer = BertTokenizer(
     ...     ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "fox", "##es"])
-    >>> tokenizer(["The foxes"])
-    <tf.RaggedTensor [[4, 5, 6]]>
+    >>> ids = tokenizer(["The foxes"])  # [[4, 5, 6]]; a tf.RaggedTensor on TensorFlow
+    >>> tokenizer.detokenize(ids)
+    ['the foxes']
     """
 
     def __init__(
@@ -181,6 +184,7 @@ class BertTokenizer(PreprocessingLayer):
         Its model buffer becomes a constant; made inside a tf.data or
         tf.function trace it would belong to that graph only.
         """
+        # lazy: TF only when text is tokenized
         import tensorflow as tf
         import tensorflow_text as tft
 
@@ -214,7 +218,7 @@ class BertTokenizer(PreprocessingLayer):
         token in the input string, in characters (Unicode code points, the
         indices of a Python `str`), end exclusive, as in `tokenizers`.
         """
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only when text is tokenized
 
         wordpiece = self._tf_wordpiece()
         if self.normalization == "exact":
@@ -273,8 +277,7 @@ class BertTokenizer(PreprocessingLayer):
         Accepts a list of ids, a list of lists, or a (ragged) int tensor;
         `[PAD]` ids are dropped.
         """
-        import numpy as np
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only for text
 
         self._require_vocabulary()
         if isinstance(token_ids, tf.RaggedTensor) or tf.is_tensor(token_ids):
@@ -338,10 +341,9 @@ class BertTokenizer(PreprocessingLayer):
         say (e.g. `normalization="tflite"`).
 
         Example:
-        >>> tokenizer = BertTokenizer.from_preset("path/to/model")  # doctest: +SKIP
+        >>> BertTokenizer.from_preset("all_minilm_l6_v2").vocabulary_size()
+        30522
         """
-        from kbert.presets.loader import resolve_source  # a registered name too
-
         arguments = hf_tokenizer_files.read_tokenizer_files(resolve_source(directory))
         arguments.update(kwargs)
         return cls(**arguments)

@@ -2,6 +2,9 @@
 
 import os
 
+from kbert.preprocessing import normalizer
+from kbert.preprocessing.layer import as_string_batch
+
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 REQUIRED_TOKENS = (PAD, UNK, CLS, SEP)
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -96,10 +99,9 @@ def train_vocabulary(
     >>> tokens[:5]
     ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
     """
+    # lazy: TF only to train a vocabulary
     import tensorflow as tf
     from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
-
-    from kbert.preprocessing import normalizer
 
     reserved_tokens = list(reserved_tokens)
     missing = [token for token in REQUIRED_TOKENS if token not in reserved_tokens]
@@ -108,8 +110,6 @@ def train_vocabulary(
     if isinstance(texts, tf.data.Dataset):
         dataset = texts
     else:
-        from kbert.preprocessing.layer import as_string_batch
-
         dataset = tf.data.Dataset.from_tensor_slices(as_string_batch(texts)[0])
     strip = lowercase if strip_accents is None else strip_accents
 

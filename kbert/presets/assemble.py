@@ -10,7 +10,6 @@ import inspect
 import logging
 
 from kbert.models.backbone import BertBackbone
-from kbert.presets.tasks import base_class
 
 logger = logging.getLogger("kbert.presets")
 
@@ -29,6 +28,19 @@ def _parameters(function):
     }
 
 
+def task_parameters(cls):
+    """The constructor parameters of the kbert class `cls` is or derives from.
+
+    A user's subclass may take `**kwargs` only: its kbert base names them.
+
+    Example:
+    >>> sorted(task_parameters(kbert.BertMultipleChoice))
+    ['backbone', 'dropout', 'num_choices', 'preprocessor']
+    """
+    kbert_class = next(k for k in cls.__mro__ if k.__module__.startswith("kbert.models."))
+    return _parameters(kbert_class.__init__)
+
+
 def backbone_keys():
     """The names `BertBackbone` accepts as config (`dropout`, `dtype`, ...).
 
@@ -43,7 +55,11 @@ def build_backbone(cls, config, overrides):
     """`cls(**config)` with the backbone keys of `overrides` applied (and removed).
 
     Example:
-    >>> build_backbone(kbert.BertBackbone, config, {"dropout": 0.0})
+    >>> overrides = {"dropout": 0.0}
+    >>> build_backbone(kbert.BertBackbone, backbone.get_config(), overrides).dropout
+    0.0
+    >>> overrides  # consumed
+    {}
     """
     config = dict(config)
     for key in sorted(backbone_keys() & set(overrides)):
@@ -79,7 +95,7 @@ def task_arguments(cls, stored, overrides, source):
         )
         stored.pop("id2label", None)
     arguments = {**stored, **overrides}
-    parameters = _parameters(base_class(cls).__init__)
+    parameters = task_parameters(cls)
     missing = [
         name
         for name, parameter in parameters.items()
@@ -107,7 +123,10 @@ def refuse_unused(cls, overrides):
     """Raises when backbone loading left overrides nobody takes.
 
     Example:
-    >>> refuse_unused(kbert.BertBackbone, {"num_classes": 2})  # ValueError
+    >>> refuse_unused(kbert.BertBackbone, {"num_classes": 2})
+    Traceback (most recent call last):
+    ...
+    ValueError: BertBackbone.from_preset got unknown arguments ['num_classes']; ...
     """
     if overrides:
         raise ValueError(
@@ -123,11 +142,13 @@ def build_model(cls, backbone_config, preprocessor, overrides, stored_arguments,
     a backbone). Overrides that are backbone config keys go to the backbone.
 
     Example:
-    >>> model, head_fits = build_model(kbert.BertClassifier, config, None,
+    >>> model, head_fits = build_model(kbert.BertClassifier, backbone.get_config(), None,
     ...                                {"dropout": 0.0}, {"num_classes": 2}, "dir")
+    >>> model.num_classes, model.backbone.dropout, head_fits
+    (2, 0.0, True)
     """
     overrides = dict(overrides)
-    if base_class(cls) is BertBackbone:
+    if issubclass(cls, BertBackbone):
         backbone = build_backbone(cls, backbone_config, overrides)
         refuse_unused(cls, overrides)
         return backbone, True
@@ -141,7 +162,7 @@ def describe_model(model):
 
     Example:
     >>> describe_model(backbone)
-    '(vocabulary_size=30522, num_layers=6, hidden_dim=384, ...)'
+    '(vocabulary_size=41, num_layers=2, hidden_dim=8, ...)'
     """
     backbone = getattr(model, "backbone", model)
     return (

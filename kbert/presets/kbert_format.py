@@ -14,6 +14,8 @@ import os
 import keras
 import numpy as np
 
+from kbert.models import MODEL_CLASSES
+from kbert.models.backbone import BertBackbone
 from kbert.utils.atomic import atomic_directory
 
 BACKBONE_CONFIG = "backbone.json"
@@ -24,7 +26,32 @@ FORMAT_VERSION = 1
 
 
 def is_kbert_preset(directory):
+    """Whether a directory holds a kbert preset (`backbone.json`).
+
+    Example:
+    >>> backbone.save_to_preset("out/preset")
+    >>> is_kbert_preset("out/preset")
+    True
+    """
     return os.path.isfile(os.path.join(directory, BACKBONE_CONFIG))
+
+
+def kbert_preset_task(directory):
+    """The task a kbert preset holds: its `task.json` class, else the backbone.
+
+    Example:
+    >>> kbert.BertClassifier(backbone, num_classes=2).save_to_preset("out/classifier")
+    >>> kbert_preset_task("out/classifier")
+    'classifier'
+    """
+    task_path = os.path.join(directory, TASK_CONFIG)
+    if not os.path.isfile(task_path):
+        return "backbone"
+    class_name = _read_json(task_path)["class_name"]
+    return next(
+        (cls.task_name for cls in MODEL_CLASSES if cls.__name__ == class_name),
+        "backbone",
+    )
 
 
 def head_variables(task):
@@ -108,8 +135,13 @@ def load_backbone(directory, backbone_cls, overrides):
 
 
 def load_kbert_preset(cls, directory, preprocessor, **overrides):
-    from kbert.models.backbone import BertBackbone
+    """Builds `cls` from a kbert preset; `from_preset` calls this.
 
+    Example:
+    >>> backbone.save_to_preset("out/preset")
+    >>> load_kbert_preset(kbert.BertBackbone, "out/preset", None).num_layers
+    2
+    """
     if issubclass(cls, BertBackbone):
         backbone = load_backbone(directory, cls, overrides)
         _refuse_unused(cls, overrides)

@@ -29,7 +29,7 @@ def is_sentence_transformers(directory):
     """Whether a directory is a sentence-transformers model (has `modules.json`).
 
     Example:
-    >>> is_sentence_transformers("all-MiniLM-L6-v2")
+    >>> is_sentence_transformers(minilm_dir)
     True
     """
     return os.path.isfile(os.path.join(directory, MODULES))
@@ -42,8 +42,8 @@ def embedder_arguments(directory):
     reproduce (extra Dense layers, sqrt-length or weighted pooling, ...).
 
     Example:
-    >>> embedder_arguments("all-MiniLM-L6-v2")
-    {'pooling': 'mean', 'normalize': True}
+    >>> embedder_arguments(minilm_dir)
+    {'normalize': True, 'pooling': 'mean'}
     """
     if not is_sentence_transformers(directory):
         return {}
@@ -82,7 +82,10 @@ def write_sentence_transformers_files(embedder, directory, max_seq_length):
     """Writes `modules.json`, `1_Pooling/config.json` and `sentence_bert_config.json`.
 
     Example:
+    >>> embedder = kbert.BertTextEmbedder(backbone)
     >>> write_sentence_transformers_files(embedder, "out", max_seq_length=256)
+    >>> sorted(os.listdir("out"))
+    ['1_Pooling', '2_Normalize', 'modules.json', 'sentence_bert_config.json']
     """
     modules = [
         {

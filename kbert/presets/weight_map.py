@@ -14,6 +14,7 @@ import logging
 
 import keras
 import numpy as np
+from tqdm.auto import tqdm
 
 logger = logging.getLogger("kbert.presets")
 
@@ -55,8 +56,10 @@ class Weight:
     (all that are present must be equal).
 
     Example:
-    >>> Weight("encoder.layer.0.attention.self.query.weight",
-    ...        "transformer_layers.0.query.kernel", TRANSPOSE)
+    >>> weight = Weight("encoder.layer.0.attention.self.query.weight",
+    ...                 "transformer_layers.0.query.kernel", TRANSPOSE)
+    >>> weight.names
+    ('encoder.layer.0.attention.self.query.weight',)
     """
 
     source: str
@@ -73,8 +76,10 @@ def variable_at(root, target):
     """The variable at an attribute path such as `transformer_layers.0.query.kernel`.
 
     Example:
-    >>> variable_at(backbone, "embeddings.token_embedding.embeddings").shape
-    (30522, 768)
+    >>> tuple(variable_at(backbone, "embeddings.token_embedding.embeddings").shape)
+    (41, 8)
+    >>> variable_at(backbone, "transformer_layers.1.query.kernel").path
+    'transformer_layer_1/query/kernel'
     """
     value = root
     for part in target.split("."):
@@ -88,7 +93,7 @@ def progress_bar():
 
     Example:
     >>> with progress_bar():
-    ...     model = kbert.BertBackbone.from_preset("bert_dir")
+    ...     model = kbert.BertBackbone.from_preset("splade_tiny_mlm")
     """
     token = _show_progress.set(True)
     try:
@@ -154,7 +159,17 @@ def load_weights(bound, reader, unused=(), what="the model"):
     misshapen weight, and assigns nothing in that case.
 
     Example:
-    >>> load_weights([(w, variable_at(backbone, w.target)) for w in WEIGHTS], reader)
+    >>> from safetensors.numpy import save_file
+    >>> from kbert.presets.checkpoint_files import SafetensorsReader
+    >>> from kbert.presets.hf_weight_map import backbone_weights
+    >>> lines = backbone_weights(num_layers=2)
+    >>> tensors = export_weights([(w, variable_at(backbone, w.target)) for w in lines])
+    >>> save_file(tensors, "backbone.safetensors")
+    >>> copy = kbert.BertBackbone.from_config(backbone.get_config())
+    >>> reader = SafetensorsReader(["backbone.safetensors"])
+    >>> load_weights([(w, variable_at(copy, w.target)) for w in lines], reader)
+    >>> np.array_equal(copy.pooler.kernel, backbone.pooler.kernel)
+    True
     """
     problems = _check(bound, reader, unused)
     if problems:
@@ -162,8 +177,6 @@ def load_weights(bound, reader, unused=(), what="the model"):
             f"{reader.path}: the checkpoint does not fit {what}; nothing was loaded.\n"
             + "\n".join(problems)
         )
-    from tqdm.auto import tqdm
-
     available = set(reader.names())
     progress = tqdm(
         bound,
@@ -193,7 +206,10 @@ def export_weights(bound):
     safetensors numpy API have no bfloat16.
 
     Example:
-    >>> tensors = export_weights([(w, variable_at(backbone, w.target)) for w in WEIGHTS])
+    >>> from kbert.presets.hf_weight_map import backbone_weights
+    >>> bound = [(w, variable_at(backbone, w.target)) for w in backbone_weights(2)]
+    >>> export_weights(bound)["pooler.dense.weight"].shape  # torch layout: (out, in)
+    (8, 8)
     """
     tensors = {}
     for weight, variable in bound:

@@ -39,10 +39,14 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     good checkpoint.
 
     Example:
-    >>> checkpoint = TrainingCheckpoint("run/checkpoints", save_every=500)
-    >>> step = checkpoint.restore(pretrainer)
-    >>> pretrainer.fit(pretraining_dataset(data, 32, start_step=step),
-    ...                callbacks=[checkpoint], ...)
+    >>> pretrainer = kbert.BertPretrainer(backbone)
+    >>> TrainingCheckpoint("run/checkpoints").restore(pretrainer)  # none yet: step 0
+    0
+    >>> checkpoint = TrainingCheckpoint(os.path.join(pretraining_run, "checkpoints"))
+    >>> checkpoint.restore(pretrainer)  # a run of 2 steps: resume after step 2
+    2
+    >>> # pretrainer.fit(pretraining_dataset(data, 32, start_step=2),
+    >>> #                callbacks=[checkpoint])
     """
 
     def __init__(self, directory, save_every=1000, keep=2):
@@ -91,7 +95,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         # state right before the first step of each call makes dropout masks
         # depend on the step only, not on how a run was split into calls.
         if self._pending_torch_rng is not None:
-            import torch
+            import torch  # lazy: torch only on the torch backend
 
             torch.set_rng_state(torch.from_numpy(self._pending_torch_rng))
             self._pending_torch_rng = None
@@ -103,7 +107,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         if keras.backend.backend() == "torch":
-            import torch
+            import torch  # lazy: torch only on the torch backend
 
             self._pending_torch_rng = torch.get_rng_state().numpy()
         if self.step != self.last_saved_step and not self.model.stop_training:
@@ -151,7 +155,7 @@ def _random_state(model):
         for i, v in enumerate(model.non_trainable_variables)
     }
     if keras.backend.backend() == "torch":
-        import torch
+        import torch  # lazy: torch only on the torch backend
 
         state["torch_rng"] = torch.get_rng_state().numpy()
     return state
@@ -164,7 +168,8 @@ class StopOnNaN(keras.callbacks.Callback):
     step is never saved; the message names the last good checkpoint.
 
     Example:
-    >>> pretrainer.fit(ds, callbacks=[StopOnNaN(checkpoint), checkpoint])
+    >>> checkpoint = TrainingCheckpoint("run/checkpoints", save_every=100)
+    >>> callbacks = [StopOnNaN(checkpoint), checkpoint]  # fit(..., callbacks=callbacks)
     """
 
     def __init__(self, checkpoint=None):

@@ -17,6 +17,7 @@ import os
 import random
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from kbert.pretraining.documents import read_documents
 from kbert.pretraining.instances import create_pair_instances
@@ -64,9 +65,11 @@ def create_pretraining_data(
     Returns the metadata dict (`num_instances`, `num_tokens`, file names...).
 
     Example:
-    >>> tokenizer = kbert.BertTokenizer(vocabulary="vocab.txt")
-    >>> create_pretraining_data(["corpus.txt"], "data/", tokenizer,
-    ...                         max_seq_length=128, dupe_factor=5)
+    >>> tokenizer = kbert.BertTokenizer(vocabulary=vocab_file)
+    >>> metadata = create_pretraining_data([corpus_file], "data/train", tokenizer,
+    ...                                    max_seq_length=16, dupe_factor=2, progress=False)
+    >>> metadata["max_seq_length"], metadata["num_instances"] > 0
+    (16, True)
     """
     if masking not in ("static", "dynamic"):
         raise ValueError(f"masking must be 'static' or 'dynamic'; got {masking!r}.")
@@ -191,7 +194,7 @@ class _RecordEncoder:
         self.num_batches += 1
 
     def _mask(self, input_ids, input_mask):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
         if self._mask_fn is None:
             ids = tf.TensorSpec([None, self.max_seq_length], tf.int64)
@@ -304,8 +307,6 @@ def _token_id_lists(tokenizer, texts):
 
 
 def _progress_bar(enabled, total):
-    from tqdm.auto import tqdm
-
     return tqdm(
         total=total, unit="doc", desc="create pretraining data", disable=not enabled
     )

@@ -25,8 +25,8 @@ def read_metadata(source):
     """`metadata.json` of a directory made by `create_pretraining_data`, or None.
 
     Example:
-    >>> read_metadata("data/train")["num_instances"]
-    31945
+    >>> read_metadata(pretraining_data)["max_seq_length"]
+    16
     """
     path = os.path.join(os.fspath(source), METADATA_FILE)
     if os.path.isdir(os.fspath(source)) and os.path.exists(path):
@@ -39,8 +39,8 @@ def record_files(source):
     """Sorted TFRecord files of a data directory, glob pattern or list of either.
 
     Example:
-    >>> record_files("data/train")
-    ['data/train/data-00000-of-00001.tfrecord']
+    >>> [os.path.basename(path) for path in record_files(pretraining_data)]
+    ['data-00000-of-00001.tfrecord']
     """
     if isinstance(source, str | os.PathLike):
         source = [os.fspath(source)]
@@ -63,13 +63,14 @@ def count_records(source):
     """Number of pretraining examples (from metadata, else by counting).
 
     Example:
-    >>> count_records("original/*.tfrecord")
-    120000
+    >>> files = os.path.join(pretraining_data, "*.tfrecord")  # counted, no metadata
+    >>> count_records(files) == read_metadata(pretraining_data)["num_instances"]
+    True
     """
     metadata = read_metadata(source) if isinstance(source, str | os.PathLike) else None
     if metadata is not None:
         return metadata["num_instances"]
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     return int(tf.data.TFRecordDataset(record_files(source)).reduce(0, lambda n, _: n + 1))
 
@@ -100,10 +101,12 @@ def pretraining_dataset(
             `optimizer.iterations` when resuming.
 
     Example:
-    >>> ds = pretraining_dataset("data/", batch_size=32)
-    >>> pretrainer.fit(ds, steps_per_epoch=1000, epochs=10)
+    >>> ds = pretraining_dataset(pretraining_data, batch_size=2)
+    >>> x, y, sample_weight = next(iter(ds))
+    >>> sorted(x), tuple(x["token_ids"].shape)
+    (['mask_positions', 'padding_mask', 'segment_ids', 'token_ids'], (2, 16))
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     metadata = read_metadata(source) if isinstance(source, str | os.PathLike) else None
     if metadata is not None:
@@ -181,9 +184,16 @@ def to_model_inputs(features):
     """Original feature names -> `(x, y, sample_weight)` for `BertPretrainer`.
 
     Example:
-    >>> x, y, sample_weight = to_model_inputs(tf.io.parse_example(records, spec))
+    >>> import tensorflow as tf
+    >>> from kbert.pretraining.tfrecords import feature_spec
+    >>> files = record_files(pretraining_data)
+    >>> records = next(iter(tf.data.TFRecordDataset(files).batch(2)))
+    >>> features = tf.io.parse_example(records, feature_spec(16, 3))
+    >>> x, y, sample_weight = to_model_inputs(features)
+    >>> sorted(y), sorted(sample_weight)
+    (['mlm_logits', 'nsp_logits'], ['mlm_logits', 'nsp_logits'])
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     labels = tf.reshape(features["next_sentence_labels"], [-1])
     x = {

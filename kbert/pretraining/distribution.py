@@ -25,7 +25,8 @@ def bert_layout_map(device_mesh, model_axis="model"):
     intermediate sizes must divide by the model axis size.
 
     Example:
-    >>> mesh = keras.distribution.DeviceMesh((2, 4), ("batch", "model"))
+    >>> devices = keras.distribution.list_devices()[:1]  # (2, 4) on 8 devices
+    >>> mesh = keras.distribution.DeviceMesh((1, 1), ("batch", "model"), devices)
     >>> layout_map = bert_layout_map(mesh)
     >>> layout_map["transformer_layer_3/intermediate/kernel"].axes
     (None, 'model')
@@ -44,7 +45,7 @@ def data_parallel(devices=None):
 
     Example:
     >>> keras.distribution.set_distribution(data_parallel())
-    >>> pretrainer = kbert.BertPretrainer(kbert.BertBackbone(...))
+    >>> pretrainer = kbert.BertPretrainer(kbert.BertBackbone(**backbone.get_config()))
     """
     _require_jax("DataParallel")
     devices = devices or keras.distribution.list_devices()
@@ -58,7 +59,9 @@ def model_parallel(model_parallel_size=2, devices=None):
     `bert_layout_map`); the remaining factor is data parallel.
 
     Example:
-    >>> keras.distribution.set_distribution(model_parallel(4))  # 8 devices: 2 x 4
+    >>> distribution = model_parallel(1)  # model_parallel(4) on 8 devices: a 2 x 4 mesh
+    >>> distribution.device_mesh.axis_names
+    ('batch', 'model')
     """
     _require_jax("ModelParallel")
     devices = devices or keras.distribution.list_devices()
@@ -86,8 +89,9 @@ def mirrored_strategy(devices=None):
     core; the gradients are averaged over replicas.
 
     Example:
-    >>> strategy = mirrored_strategy()
-    >>> with strategy.scope():
+    >>> # The examples run on JAX; these two lines need KERAS_BACKEND=tensorflow.
+    >>> strategy = mirrored_strategy()  # doctest: +SKIP
+    >>> with strategy.scope():  # doctest: +SKIP
     ...     pretrainer = kbert.BertPretrainer(backbone)
     """
     if keras.backend.backend() != "tensorflow":
@@ -95,7 +99,7 @@ def mirrored_strategy(devices=None):
             "MirroredStrategy needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
             "on JAX use data_parallel() or model_parallel()."
         )
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: a mirrored strategy is TensorFlow's
 
     return tf.distribute.MirroredStrategy(devices=devices)
 

@@ -50,8 +50,10 @@ def read_documents(paths):
     grow with their size.
 
     Example:
-    >>> for sentences in read_documents(["corpus.txt"]):  # doctest: +SKIP
-    ...     print(len(sentences))
+    >>> for sentences in list(read_documents([corpus_file]))[:2]:
+    ...     print(sentences)
+    ['ada wrote notes .', 'babbage built it .', 'the man was eating food .']
+    ['the sky is blue .', 'the fox is loud .', 'paris is the capital of france .']
     """
     if isinstance(paths, str):
         paths = [paths]

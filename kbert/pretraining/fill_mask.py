@@ -10,9 +10,10 @@ def fill_mask(model, tokenizer, text, top_k=5):
     Returns one list per `[MASK]`, of `(token, probability)` pairs, best first.
 
     Example:
-    >>> model = kbert.BertPretrainer.from_preset("run/model")
-    >>> fill_mask(model, model.preprocessor.tokenizer, "Paris is the [MASK] of France.")
-    [[('capital', 0.41), ('city', 0.12), ...]]
+    >>> model = kbert.BertPretrainer(backbone, preprocessor=preprocessor)
+    >>> predictions = fill_mask(model, tokenizer, "Paris is the [MASK] of France.", top_k=3)
+    >>> len(predictions), len(predictions[0]), predictions[0][0][0] in vocabulary
+    (1, 3, True)
     """
     vocabulary = tokenizer.get_vocabulary()
     mask_id = vocabulary.index("[MASK]")

@@ -23,7 +23,8 @@ class PairInstance:
     """`[CLS] A [SEP] B [SEP]` as token ids, before masking.
 
     Example:
-    >>> PairInstance([2, 7, 3, 8, 3], [0, 0, 0, 1, 1], is_random_next=False)
+    >>> PairInstance([2, 7, 3, 8, 3], [0, 0, 0, 1, 1], is_random_next=False).segment_ids
+    [0, 0, 0, 1, 1]
     """
 
     token_ids: list
@@ -38,6 +39,7 @@ def truncate_pair(tokens_a, tokens_b, max_num_tokens, rng):
     back at random (so the model does not learn that sequences end cleanly).
 
     Example:
+    >>> import random
     >>> a, b = list(range(10)), [20, 21]
     >>> truncate_pair(a, b, 8, random.Random(0))
     >>> len(a), b

@@ -9,12 +9,15 @@ def plot_learning_curve(metrics_path, png_path, title="BERT pretraining"):
     Needs matplotlib (`pip install matplotlib`). Returns `png_path`.
 
     Example:
-    >>> plot_learning_curve("run/metrics.jsonl", "run/learning_curve.png")
+    >>> metrics = os.path.join(pretraining_run, "metrics.jsonl")
+    >>> summary = plot_learning_curve(metrics, "learning_curve.png")
+    >>> os.path.getsize("learning_curve.png") > 0
+    True
     """
-    import matplotlib
+    import matplotlib  # lazy: matplotlib is optional
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib is optional
 
     records = read_metrics(metrics_path)
     panels = (

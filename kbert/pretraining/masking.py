@@ -26,7 +26,7 @@ def load_vocabulary(vocabulary):
     """A vocabulary as a list of tokens, from a list or a `vocab.txt` path.
 
     Example:
-    >>> load_vocabulary("vocab.txt")[:3]
+    >>> load_vocabulary(vocab_file)[:3]
     ['[PAD]', '[UNK]', '[CLS]']
     """
     if isinstance(vocabulary, str | bytes) or hasattr(vocabulary, "__fspath__"):
@@ -50,10 +50,11 @@ class MaskedLMMasker:
     padding, where P = `max_predictions_per_seq`.
 
     Example:
-    >>> masker = MaskedLMMasker(vocabulary, max_predictions_per_seq=20)
-    >>> out = masker(token_ids, padding_mask, seed=(1, 0))
-    >>> out["mask_positions"].shape
-    TensorShape([2, 20])
+    >>> masker = MaskedLMMasker(vocabulary, max_predictions_per_seq=3)
+    >>> token_ids = np.array([[2, 21, 22, 23, 3, 0], [2, 16, 17, 3, 0, 0]])
+    >>> out = masker(token_ids, (token_ids > 0).astype("int32"), seed=(1, 0))
+    >>> tuple(out["mask_positions"].shape)
+    (2, 3)
     """
 
     def __init__(
@@ -104,7 +105,7 @@ class MaskedLMMasker:
         }
 
     def __call__(self, token_ids, padding_mask, seed):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
         token_ids = tf.cast(token_ids, tf.int32)
         batch_size = tf.shape(token_ids)[0]
@@ -202,7 +203,7 @@ class MaskedLMMasker:
 
 def _word_lengths(maskable, word_index):
     """(batch, seq): number of maskable pieces of each word slot."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     batch_size = tf.shape(word_index)[0]
     length = tf.shape(word_index)[1]
@@ -215,7 +216,7 @@ def _word_lengths(maskable, word_index):
 
 def _greedy_words(word_lengths, order, count):
     """Takes words in `order` while they fit in `count`, skipping overshooters."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
     lengths = tf.transpose(tf.gather(word_lengths, order, batch_dims=1))
 

@@ -29,7 +29,7 @@ class MetricsLogger(keras.callbacks.Callback):
     survives restarts (it is appended to), so a resumed run continues its curve.
 
     Example:
-    >>> pretrainer.fit(ds, callbacks=[MetricsLogger("run/metrics.jsonl", every=50)])
+    >>> logger = MetricsLogger("run/metrics.jsonl", every=50)  # callbacks=[logger]
     """
 
     def __init__(self, path, every=50, start_step=0):
@@ -58,8 +58,10 @@ def read_metrics(path):
     """The records of a `MetricsLogger` file, as a list of dicts.
 
     Example:
-    >>> read_metrics("run/metrics.jsonl")[0]
-    {'step': 50, 'loss': 9.1, ...}
+    >>> with open("metrics.jsonl", "w") as file:
+    ...     print('{"step": 50, "loss": 9.1}', file=file)
+    >>> read_metrics("metrics.jsonl")
+    [{'step': 50, 'loss': 9.1}]
     """
     with open(path) as file:
         return [json.loads(line) for line in file if line.strip()]
@@ -96,10 +98,13 @@ def pretrain(
     Returns a dict of per-epoch metric lists (as `History.history`).
 
     Example:
-    >>> pretrainer = kbert.BertPretrainer(backbone)
-    >>> pretrainer.compile(optimizer=bert_optimizer(total_steps=10000))
-    >>> pretrain(pretrainer, "data/", total_steps=10000, batch_size=32,
-    ...          run_dir="run/")
+    >>> from kbert.optimization.optimizers import bert_optimizer
+    >>> pretrainer = kbert.BertPretrainer(backbone, compile=False)
+    >>> pretrainer.compile(optimizer=bert_optimizer(total_steps=2))
+    >>> history = pretrain(pretrainer, pretraining_data, total_steps=2, batch_size=2,
+    ...                    run_dir="run", log_every=1, verbose=0)
+    >>> sorted(os.listdir("run"))
+    ['checkpoints', 'metrics.jsonl', 'tensorboard']
     """
     if callable(data):
         make_dataset = data

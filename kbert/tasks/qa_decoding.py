@@ -56,7 +56,7 @@ def window_spans(start_logits, end_logits, context_mask, top_k, max_answer_lengt
     Example:
     >>> window_spans(np.array([0., 5., 1.]), np.array([0., 1., 5.]),
     ...              np.array([False, True, True]), 1, 15)[0]
-    [(1, 2, 0.96...)]
+    [(1, 2, 0.95...)]
     """
     context_mask = np.asarray(context_mask, bool)
     allowed = context_mask.copy()
@@ -137,8 +137,15 @@ def decode_answers(
         "score"}`, best first; `context[start:end] == answer`.
 
     Example:
+    >>> from kbert.tasks.qa_windows import question_windows
+    >>> windows = question_windows(tokenizer, tf.constant(["who wrote?"]),
+    ...                            tf.constant(["Ada wrote notes"]), 16, 4)
+    >>> windows = {name: value.numpy() for name, value in windows.items()}
+    >>> start, end = np.zeros((1, 16)), np.zeros((1, 16))
+    >>> start[0, 5] = end[0, 5] = 10.0  # [CLS] who wrote ? [SEP] ada ...
+    >>> flags = continuation_flags(tokenizer.get_vocabulary())
     >>> decode_answers(start, end, windows, ["Ada wrote notes"], flags)[0][0]
-    {'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.81}
+    {'answer': 'Ada', 'start': 0, 'end': 3, 'score': 0.99...}
     """
     pre_top_k = 2 * top_k + 10 if align_to_words else top_k
     answers = [[] for _ in contexts]

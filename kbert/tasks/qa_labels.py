@@ -20,12 +20,14 @@ def answer_positions(windows, answer_starts, answer_ends):
         `(start_positions, end_positions)`, int32 `(windows,)` each.
 
     Example:
+    >>> from kbert.tasks.qa_windows import question_windows
     >>> windows = question_windows(tokenizer, tf.constant(["who?"]),
     ...                            tf.constant(["ada wrote"]), 16, 4)
-    >>> answer_positions(windows, tf.constant([0]), tf.constant([3]))
-    (<tf.Tensor: ... numpy=array([4], dtype=int32)>, <... numpy=array([4], ...)>)
+    >>> starts, ends = answer_positions(windows, tf.constant([0]), tf.constant([3]))
+    >>> starts.numpy(), ends.numpy()  # [CLS] who ? [SEP] ada wrote [SEP]
+    (array([4], dtype=int32), array([4], dtype=int32))
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only for raw text
 
     index = windows["example_index"]
     start_char = tf.gather(tf.cast(answer_starts, tf.int32), index)[:, None]

@@ -43,12 +43,13 @@ def question_windows(
         by pair.
 
     Example:
+    >>> context = "one two three one two three one two three one two three"
     >>> windows = question_windows(tokenizer, tf.constant(["who?"]),
-    ...                            tf.constant(["a long context ..."]), 16, 2)
-    >>> windows["example_index"].numpy()
-    array([0, 0, 0], dtype=int32)
+    ...                            tf.constant([context]), 16, 2)
+    >>> windows["example_index"].numpy()  # 12 context pieces, 11 per window
+    array([0, 0], dtype=int32)
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only for raw text
 
     question_ids = _question_ids(tokenizer, questions, max_question_length)
     context_ids, starts, ends = tokenizer.tokenize_tensor(contexts, with_offsets=True)
@@ -109,7 +110,7 @@ def _question_ids(tokenizer, questions, max_question_length):
 
 def _layout(num_question, num_context, sequence_length, doc_stride):
     """Per pair: context pieces per window, step between windows, window count."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only for raw text
 
     budget = sequence_length - num_question - 3
     fits = num_context <= budget

@@ -7,6 +7,8 @@ known exactly. Runs as TensorFlow ops, inside `tf.data` on every backend.
 
 import re
 
+import numpy as np
+
 IGNORE_LABEL = -100
 NO_WORD = -1
 
@@ -18,7 +20,7 @@ def split_words(texts):
     >>> split_words(tf.constant(["Ada  Lovelace", "hi"])).to_list()
     [[b'Ada', b'Lovelace'], [b'hi']]
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only for raw text
 
     return tf.strings.split(texts)
 
@@ -42,12 +44,13 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
         label on its first piece, -100 elsewhere).
 
     Example:
-    >>> tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "fox", "##es"])
     >>> out = align_words(tokenizer, tf.constant(["foxes fox"]), 6, tf.constant([[3, 4]]))
-    >>> out["token_ids"].numpy(), out["word_ids"].numpy(), out["labels"].numpy()
-    ([[2, 4, 5, 4, 3, 0]], [[-1, 0, 0, 1, -1, -1]], [[-100, 3, -100, 4, -100, -100]])
+    >>> [tokenizer.id_to_token(i) for i in out["token_ids"].numpy()[0]]
+    ['[CLS]', 'fox', '##es', 'fox', '[SEP]', '[PAD]']
+    >>> out["word_ids"].numpy().tolist(), out["labels"].numpy().tolist()
+    ([[-1, 0, 0, 1, -1, -1]], [[-100, 3, -100, 4, -100, -100]])
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only for raw text
 
     words = split_words(texts)
     pieces = tokenizer.tokenize_tensor(words.flat_values)
@@ -105,7 +108,7 @@ def word_to_token_labels(word_labels, word_ids, first_piece):
     ...                      tf.constant([[0, 1, 0, 1, 0]])).numpy()
     array([[-100, 3, -100, 4, -100]], dtype=int32)
     """
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: TF only for raw text
 
     word_labels = tf.cast(word_labels, tf.int32)
     max_words = tf.shape(word_labels)[1]
@@ -158,8 +161,6 @@ def pad_word_labels(labels, texts, label2id=None):
     array([[   1,    0],
            [   2, -100]], dtype=int32)
     """
-    import numpy as np
-
     if isinstance(labels, np.ndarray) and labels.ndim == 2:
         return labels.astype("int32")  # already padded
     labels = list(labels)

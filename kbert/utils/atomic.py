@@ -17,8 +17,12 @@ def atomic_directory(path):
     """Yields a temporary directory that replaces `path` only on success.
 
     Example:
+    >>> # An exception inside the block would leave out/preset as it was.
     >>> with atomic_directory("out/preset") as tmp:
-    ...     write_files(tmp)   # an exception here leaves "out/preset" untouched
+    ...     with open(os.path.join(tmp, "config.json"), "w") as file:
+    ...         _ = file.write("{}")
+    >>> os.listdir("out/preset")
+    ['config.json']
     """
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
@@ -44,8 +48,10 @@ def atomic_file(path):
     """Yields a temporary file path that is renamed onto `path` on success.
 
     Example:
-    >>> with atomic_file("out/embeddings.npy") as tmp:
-    ...     np.save(open(tmp, "wb"), embeddings)
+    >>> with atomic_file("out/embeddings.npy") as tmp, open(tmp, "wb") as file:
+    ...     np.save(file, np.zeros(3))
+    >>> np.load("out/embeddings.npy").shape
+    (3,)
     """
     path = os.path.abspath(os.fspath(path))
     os.makedirs(os.path.dirname(path), exist_ok=True)

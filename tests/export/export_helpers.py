@@ -3,6 +3,8 @@
 import keras
 import numpy as np
 
+from kbert.export.spec import keras_outputs  # noqa: F401 - the tests' reference
+
 WORDS = (
     "the a an is was it this that film movie good bad great not very and of to in "
     "story acting plot fun boring but with for as so be by his her all its"
@@ -42,12 +44,6 @@ def tiny_model(cls_name="BertClassifier", hidden_dim=16, seed=0, **kwargs):
     )
     kwargs.setdefault("preprocessor", preprocessor())
     return getattr(kbert, cls_name)(backbone, **kwargs)
-
-
-def keras_outputs(model, features):
-    from kbert.export.spec import export_spec, keras_outputs
-
-    return keras_outputs(model, export_spec(model), features)
 
 
 def features(model, texts, preprocessor=None):

@@ -7,19 +7,19 @@ import sys
 
 import keras
 import pytest
-from export_helpers import near_ties, tiny_model
 
 from kbert.export import ExportVerificationError, agreement
-from kbert.export.commands import add_export_parser, add_verify_parser
-from kbert.export.openvino_runtime import OpenVinoRunner, openvino_version
+from kbert.export.commands import add_export_command, add_verify_command
 from kbert.export.record import read_record
+from kbert.export.runtimes import OpenVinoRunner, openvino_version
+from tests.export.export_helpers import near_ties, tiny_model
 
 
 def _parser():
     parser = argparse.ArgumentParser(prog="kbert")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    add_export_parser(subparsers)
-    add_verify_parser(subparsers)
+    add_export_command(subparsers)
+    add_verify_command(subparsers)
     return parser
 
 
@@ -34,14 +34,13 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     artifact = str(tmp_path / "classifier.onnx")
 
     args = _parser().parse_args(["export", source, "--format", "onnx", "-o", artifact])
-    assert args.func is args.handler
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     assert os.path.isfile(artifact)
 
     args = _parser().parse_args(
         ["verify", artifact, "--num-examples", "20", "--repeats", "2"]
     )
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     table = capsys.readouterr().out.splitlines()[-6:]
     header, _, keras_line, onnx_line, openvino_line, openvino_f32_line = table
     assert header.split("|")[1].strip() == "artifact"
@@ -74,10 +73,10 @@ def test_export_quantization_flags_reach_the_exporter(tmp_path, capsys, monkeypa
     command += ["--quantization", "dynamic_int8"]
     args = _parser().parse_args(command + ["--min-agreement", "1.0"])
     with pytest.raises(ExportVerificationError, match="--min-agreement"):
-        args.func(args)
+        args.handler(args)
     assert not artifact.exists()
     args = _parser().parse_args(command + ["--min-agreement", "0.5"])
-    assert args.func(args) == 0
+    assert args.handler(args) == 0
     record = read_record(str(artifact))
     assert record["quantization"] == "dynamic_int8"
     assert record["quantized"]["agreement"]["min_agreement"] == 0.5

@@ -9,13 +9,13 @@ import onnx
 import onnxruntime
 import openvino
 import pytest
-from export_helpers import features, keras_outputs, tiny_model
 
 import kbert.export
 from kbert.export.onnx_axes import axis_names
-from kbert.export.openvino_runtime import OpenVinoRunner
 from kbert.export.record import read_record
-from kbert.export.sentences import verification_texts
+from kbert.export.runtimes import OpenVinoRunner
+from kbert.export.verification_data import verification_texts
+from tests.export.export_helpers import features, keras_outputs, tiny_model
 
 
 def test_onnx_dynamic_axes_and_parity(tmp_path):

@@ -6,11 +6,11 @@ import keras
 import numpy as np
 import openvino
 import pytest
-from export_helpers import features, keras_outputs, tiny_model
 
 import kbert.export
 from kbert.export.record import read_record
-from kbert.export.sentences import verification_texts
+from kbert.export.verification_data import verification_texts
+from tests.export.export_helpers import features, keras_outputs, tiny_model
 
 
 @pytest.mark.skipif(

@@ -9,11 +9,11 @@ import sys
 import keras
 import numpy as np
 import pytest
-from export_helpers import features, keras_outputs, tiny_model
 
 import kbert.export
 from kbert.export.saved_model import SERVING_TF_TEXT_OPS, graph_ops
-from kbert.export.sentences import verification_texts
+from kbert.export.verification_data import verification_texts
+from tests.export.export_helpers import features, keras_outputs, tiny_model
 
 # What TF Serving does with the artifact: load it with TensorFlow (and the
 # tensorflow-text ops it links), call a signature. No kbert, no Keras objects.

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 import tensorflow_text
 from ai_edge_litert import interpreter as litert
-from export_helpers import (
+
+import kbert.export
+from kbert.export import agreement
+from kbert.export.runtimes import tflite_custom_ops
+from kbert.export.tflite import TF_TEXT_TFLITE_OPS
+from kbert.export.verification_data import verification_texts
+from tests.export.export_helpers import (
     features,
     keras_outputs,
     near_ties,
@@ -15,12 +21,6 @@ from export_helpers import (
     tiny_model,
     vocabulary,
 )
-
-import kbert.export
-from kbert.export import agreement
-from kbert.export.runtimes import tflite_custom_ops
-from kbert.export.sentences import verification_texts
-from kbert.export.tflite import TF_TEXT_TFLITE_OPS
 
 on_tensorflow = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",

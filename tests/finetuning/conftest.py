@@ -1,7 +1,7 @@
 import pytest
-from test_case import tiny_backbone
 
 import kbert
+from tests.test_case import tiny_backbone
 
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]

@@ -6,15 +6,15 @@ import sys
 import keras
 import numpy as np
 import pytest
-from test_case import (
+
+import kbert
+from tests.test_case import (
     TINY_BACKBONE,
     assert_all_close,
     run_model_test,
     to_numpy,
     token_inputs,
 )
-
-import kbert
 
 
 def test_backbone_harness(tmp_path):

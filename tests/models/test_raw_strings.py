@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from test_case import tiny_backbone
 
 import kbert
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
+from tests.test_case import tiny_backbone
 
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]

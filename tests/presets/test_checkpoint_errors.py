@@ -5,7 +5,10 @@ import os
 import keras
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from kbert.presets.huggingface import load_hf_weights
+from tests.presets.presets_helpers import (
     random_hf_model,
     read_json,
     read_safetensors,
@@ -13,9 +16,6 @@ from presets_helpers import (
     write_json,
     write_safetensors,
 )
-
-import kbert
-from kbert.presets.huggingface import load_hf_weights
 
 
 @pytest.fixture(scope="module")

@@ -5,16 +5,16 @@ import os
 import keras
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from kbert.cli import main
+from tests.presets.presets_helpers import (
     has_preprocessing,
     random_hf_model,
     read_json,
     save_hf_model,
     write_google_checkpoint,
 )
-
-import kbert
-from kbert.cli import main
 
 
 def weights_of(model):

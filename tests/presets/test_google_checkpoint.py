@@ -6,7 +6,9 @@ import shutil
 
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from tests.presets.presets_helpers import (
     assert_parity,
     hf_run,
     numpy_of,
@@ -14,8 +16,6 @@ from presets_helpers import (
     token_batch,
     write_google_checkpoint,
 )
-
-import kbert
 
 # The original code has no layer_norm_eps: it is always 1e-12.
 GOOGLE_CONFIG = dict(layer_norm_eps=1e-12, hidden_act="gelu")

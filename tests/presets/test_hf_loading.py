@@ -8,7 +8,10 @@ import sys
 import keras
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from kbert.presets.huggingface import load_hf_weights
+from tests.presets.presets_helpers import (
     assert_parity,
     hf_run,
     numpy_of,
@@ -20,9 +23,6 @@ from presets_helpers import (
     write_json,
     write_safetensors,
 )
-
-import kbert
-from kbert.presets.huggingface import load_hf_weights
 
 
 @pytest.fixture(scope="module")

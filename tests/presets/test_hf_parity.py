@@ -3,7 +3,9 @@
 import keras
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from tests.presets.presets_helpers import (
     SENTENCES,
     assert_parity,
     hf_run,
@@ -13,8 +15,6 @@ from presets_helpers import (
     save_hf_model,
     token_batch,
 )
-
-import kbert
 
 
 def test_minilm_backbone_matches_transformers(minilm_dir, minilm_batch, minilm_reference):
@@ -44,6 +44,32 @@ def test_minilm_backbone_matches_transformers(minilm_dir, minilm_batch, minilm_r
         "all-MiniLM-L6-v2 sequence_output via predict()",
         predicted["sequence_output"],
         numpy_of(minilm_reference.last_hidden_state),
+    )
+
+
+def test_minilm_attentions_match_transformers(minilm_dir, minilm_batch):
+    import transformers
+
+    # transformers returns attention probabilities from its eager attention only.
+    model = transformers.BertModel.from_pretrained(
+        minilm_dir, attn_implementation="eager"
+    ).eval()
+    reference = hf_run(model, minilm_batch, output_attentions=True)
+    backbone = kbert.BertBackbone.from_preset("all_minilm_l6_v2", output_attentions=True)
+    outputs = backbone(minilm_batch)
+    assert len(outputs["attentions"]) == len(reference.attentions) == 6
+    batch, length = minilm_batch["token_ids"].shape
+    assert tuple(outputs["attentions"][0].shape) == (batch, 12, length, length)
+    worst = max(
+        assert_parity(f"all-MiniLM-L6-v2 attentions[{i}]", ours, numpy_of(theirs), 1e-5)
+        for i, (ours, theirs) in enumerate(zip(outputs["attentions"], reference.attentions))
+    )
+    report("all-MiniLM-L6-v2 attention probabilities (worst of 6)", worst)
+    # Asking for attentions changes nothing else.
+    assert_parity(
+        "all-MiniLM-L6-v2 sequence_output with attentions",
+        outputs["sequence_output"],
+        numpy_of(reference.last_hidden_state),
     )
 
 

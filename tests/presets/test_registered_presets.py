@@ -7,9 +7,9 @@ import sys
 
 import keras
 import pytest
-from presets_helpers import has_preprocessing
 
 import kbert
+from tests.presets.presets_helpers import has_preprocessing
 
 
 @pytest.mark.parametrize(
@@ -36,7 +36,7 @@ def test_registered_presets_load(name, cls, vocabulary):
     ],
 )
 def test_missing_package_says_what_to_install(name, requirement, monkeypatch):
-    from kbert.presets.registry import PRESETS
+    from kbert.sources import PRESETS
 
     real_find_spec = importlib.util.find_spec
     module = PRESETS[name].module

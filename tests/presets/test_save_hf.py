@@ -5,7 +5,11 @@ import os
 import keras
 import numpy as np
 import pytest
-from presets_helpers import (
+
+import kbert
+from kbert.presets.hf_save import save_hf
+from kbert.presets.hf_weight_map import BUFFERS, canonical_name
+from tests.presets.presets_helpers import (
     assert_parity,
     hf_run,
     numpy_of,
@@ -15,10 +19,6 @@ from presets_helpers import (
     save_hf_model,
     token_batch,
 )
-
-import kbert
-from kbert.presets.hf_save import save_hf
-from kbert.presets.hf_weight_map import BUFFERS, canonical_name
 
 # The shapes of presets_helpers.UNUSUAL_CONFIG: JAX compiles each op once per shape.
 TINY = dict(
@@ -68,7 +68,7 @@ def build(task, activation):
         "multiple_choice": dict(num_choices=3),
         "text_embedder": dict(pooling="mean", normalize=True),
     }.get(task, {})
-    cls = kbert.presets.tasks.TASK_CLASSES[task]
+    cls = kbert.models.model_class(task)
     return cls(backbone=backbone, preprocessor=VocabularyWriter(), **arguments)
 
 
@@ -230,7 +230,7 @@ def test_hf_to_kbert_to_hf_is_lossless(which, tmp_path, request):
 
 
 def test_save_hf_is_atomic(tmp_path, monkeypatch):
-    import safetensors.numpy
+    from kbert.presets import hf_save
 
     directory = tmp_path / "out"
     directory.mkdir()
@@ -239,7 +239,7 @@ def test_save_hf_is_atomic(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(safetensors.numpy, "save_file", fail)
+    monkeypatch.setattr(hf_save, "save_file", fail)
     with pytest.raises(OSError, match="disk full"):
         save_hf(build("backbone", "gelu"), str(directory))
     assert os.listdir(tmp_path) == ["out"]

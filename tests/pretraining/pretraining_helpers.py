@@ -9,7 +9,8 @@ import random
 
 import keras
 import numpy as np
-from test_case import tiny_backbone
+
+from tests.test_case import tiny_backbone
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 NUM_WORDS = 400

@@ -7,18 +7,17 @@ import json
 import keras
 import numpy as np
 import pytest
-from pretraining_helpers import synthetic_documents
 
-from kbert.pretraining.commands import add_fill_mask_parser, add_pretrain_parser
+from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
+from tests.pretraining.pretraining_helpers import synthetic_documents
 
 
 def kbert_main(argv):
     parser = argparse.ArgumentParser(prog="kbert")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    add_pretrain_parser(subparsers)
-    add_fill_mask_parser(subparsers)
+    add_pretrain_command(subparsers)
+    add_fill_mask_command(subparsers)
     args = parser.parse_args(argv)
-    assert args.func is args.handler
     return args.handler(args)
 
 

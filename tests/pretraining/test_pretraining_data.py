@@ -11,13 +11,6 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from pretraining_helpers import (
-    ToyTokenizer,
-    iter_synthetic_documents,
-    only_on_tensorflow_run,
-    synthetic_documents,
-    toy_vocabulary,
-)
 
 from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import count_records, pretraining_dataset
@@ -27,6 +20,13 @@ from kbert.pretraining.documents import (
     split_sentences,
 )
 from kbert.pretraining.instances import create_pair_instances, truncate_pair
+from tests.pretraining.pretraining_helpers import (
+    ToyTokenizer,
+    iter_synthetic_documents,
+    only_on_tensorflow_run,
+    synthetic_documents,
+    toy_vocabulary,
+)
 
 pytestmark = only_on_tensorflow_run()
 CLS, SEP = 2, 3

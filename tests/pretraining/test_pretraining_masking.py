@@ -6,11 +6,15 @@ every Keras backend: these tests run once, on the tensorflow pass.
 
 import numpy as np
 import pytest
-from pretraining_helpers import ToyTokenizer, only_on_tensorflow_run, synthetic_documents
 
 from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import pretraining_dataset
 from kbert.pretraining.masking import MaskedLMMasker
+from tests.pretraining.pretraining_helpers import (
+    ToyTokenizer,
+    only_on_tensorflow_run,
+    synthetic_documents,
+)
 
 pytestmark = only_on_tensorflow_run()
 

@@ -6,19 +6,19 @@ import os
 import keras
 import numpy as np
 import pytest
-from pretraining_helpers import (
-    ToyTokenizer,
-    max_abs_difference,
-    synthetic_documents,
-    tiny_pretrainer,
-    weights_of,
-)
 
 from kbert.optimization.schedules import WarmupLinearDecay
 from kbert.pretraining.checkpointing import TrainingCheckpoint, TrainingDivergedError
 from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import pretraining_dataset
 from kbert.pretraining.training import pretrain, read_metrics
+from tests.pretraining.pretraining_helpers import (
+    ToyTokenizer,
+    max_abs_difference,
+    synthetic_documents,
+    tiny_pretrainer,
+    weights_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +134,7 @@ def test_fit_reports_losses_metrics_and_writes_logs(data_dir, tmp_path):
     # LAMB scales steps by the weight norm: small initial weights want a high rate.
     model = tiny_pretrainer(
         optimizer="lamb",
-        learning_rate=3e-2,
+        learning_rate=1e-1,
         total_steps=12,
         jit_compile="auto",
         dtype="mixed_bfloat16",

@@ -2,7 +2,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tasks_helpers import (
+
+import kbert
+from kbert.preprocessing import BertPreprocessor
+from tests.tasks.tasks_helpers import (
     TOLERANCE,
     hf_logits,
     hf_tokenizer,
@@ -12,10 +15,7 @@ from tasks_helpers import (
     report,
     save_hf,
 )
-from test_case import tiny_backbone
-
-import kbert
-from kbert.preprocessing import BertPreprocessor
+from tests.test_case import tiny_backbone
 
 PROMPTS = ["The sky is", "Ada Lovelace wrote notes about", "The cat sat on the"]
 CHOICES = [

@@ -2,8 +2,12 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from hf_qa_reference import answer_chars, hf_pipeline_answer
-from tasks_helpers import (
+
+import kbert
+from kbert.preprocessing import BertPreprocessor, BertTokenizer
+from kbert.tasks import qa_decoding, qa_labels, qa_windows
+from tests.tasks.hf_qa_reference import answer_chars, hf_pipeline_answer
+from tests.tasks.tasks_helpers import (
     TOLERANCE,
     VOCABULARY,
     hf_tokenizer,
@@ -14,11 +18,7 @@ from tasks_helpers import (
     save_hf,
     write_vocabulary,
 )
-from test_case import tiny_backbone
-
-import kbert
-from kbert.preprocessing import BertPreprocessor, BertTokenizer
-from kbert.tasks import qa_decoding, qa_labels, qa_windows
+from tests.test_case import tiny_backbone
 
 LONG_CONTEXT = (
     "The red fox jumps in  Paris, the big city on the river. A small dog sat on the mat "

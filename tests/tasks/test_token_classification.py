@@ -2,7 +2,12 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from tasks_helpers import (
+
+import kbert
+from kbert.preprocessing import BertPreprocessor, BertTokenizer
+from kbert.tasks import token_alignment
+from kbert.tasks.token_accuracy import TokenAccuracy
+from tests.tasks.tasks_helpers import (
     TOLERANCE,
     VOCABULARY,
     hf_logits,
@@ -14,12 +19,7 @@ from tasks_helpers import (
     save_hf,
     write_vocabulary,
 )
-from test_case import tiny_backbone
-
-import kbert
-from kbert.preprocessing import BertPreprocessor, BertTokenizer
-from kbert.tasks import token_alignment
-from kbert.tasks.token_accuracy import TokenAccuracy
+from tests.test_case import tiny_backbone
 
 ID = {token: i for i, token in enumerate(VOCABULARY)}
 LABELS = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC"}

@@ -1,18 +1,40 @@
-"""`kbert verify`: an exported artifact against its Keras model, on real data.
+"""The report of `kbert verify`: exported artifacts re-measured against their
+Keras model, on real data.
 
-For each artifact: its size, the runtime it ran on, the largest difference
-from the Keras model's outputs, task accuracy on held-out Rotten Tomatoes
-reviews (two-class classifiers; other tasks report agreement with Keras
-only) and the batch-1 latency. A Keras row gives the float32 baseline.
+Exporters verify an artifact before writing it; this report measures one
+already written, on each runtime it runs on (an ONNX file on onnxruntime and
+OpenVINO). For each artifact and runtime: its size, the runtime it ran on, the
+largest difference from the Keras model's outputs, task accuracy on held-out
+Rotten Tomatoes reviews (two-class classifiers; other tasks report agreement
+with Keras only) and the batch-1 latency. A Keras row gives the float32
+baseline.
 """
 
+import importlib.util
 import os
 
+import keras
 import numpy as np
 
 from kbert.export import record as records
 from kbert.export import runtimes
+from kbert.export.model_source import load_model
+from kbert.export.saved_model import TEXT_SIGNATURE, TOKEN_SIGNATURE
 from kbert.export.spec import export_spec, forward, keras_outputs
+from kbert.export.tflite_inputs import (
+    MEDIAPIPE_INPUTS,
+    MEDIAPIPE_OUTPUTS,
+    run_rows,
+    run_tokens,
+    tflite_preprocessor,
+)
+from kbert.export.verification_data import (
+    labelled_texts,
+    texts_to_features,
+    token_features,
+    verification_inputs,
+)
+from kbert.utils.tables import markdown_table
 
 COLUMNS = (
     "artifact",
@@ -30,8 +52,8 @@ def artifact_size(path):
     """Bytes on disk of a file or directory.
 
     Example:
-    >>> artifact_size("out/classifier/1") / 1e6
-    90.3
+    >>> artifact_size(onnx_file) == os.path.getsize(onnx_file)
+    True
     """
     if os.path.isfile(path):
         return os.path.getsize(path)
@@ -49,8 +71,6 @@ def _artifact_name(path):
 
 
 def _model(model, record):
-    from kbert.export.model_source import load_model
-
     if model is None:
         model = record.get("source")
         if not model:
@@ -66,27 +86,22 @@ def evaluation_data(model, spec, num_examples):
     (labels 1 = fresh), otherwise real sentences without labels.
 
     Example:
-    >>> texts, features, labels = evaluation_data(classifier, spec, 200)
+    >>> texts, features, labels = evaluation_data(classifier, spec, 20)
+    >>> len(labels), features["token_ids"].shape[0]
+    (20, 20)
     """
-    from kbert.export import sentences
-    from kbert.export.verification_data import texts_to_features
-
     labels = None
     if (
         spec.task == "classifier"
         and model.num_classes == 2
         and model.problem_type == "single_label"
     ):
-        labelled = sentences.labelled_texts(num_examples)
+        labelled = labelled_texts(num_examples)
         if labelled:
             texts, labels = {"text": labelled[0]}, np.array(labelled[1])
     if labels is None:
-        texts = sentences.verification_inputs(spec, min(num_examples, 32))
-    features, _ = texts_to_features(model.preprocessor, spec, texts)
-    if "mask_positions" in spec.token_inputs:
-        rows = len(features["token_ids"])
-        features["mask_positions"] = np.tile(np.array([[1, 2]], "int32"), (rows, 1))
-    features = {name: features[name] for name in spec.token_inputs}
+        texts = verification_inputs(spec, min(num_examples, 32))
+    features = token_features(model.preprocessor, spec, texts)
     return texts, features, labels
 
 
@@ -95,8 +110,6 @@ def _row(rows, index):
 
 
 def _run_saved_model(path, record, texts, features, repeats):
-    from kbert.export.saved_model import TEXT_SIGNATURE, TOKEN_SIGNATURE
-
     if record.get("text_signature", True):
         signature, feeds = (
             TEXT_SIGNATURE,
@@ -115,10 +128,6 @@ def _run_saved_model(path, record, texts, features, repeats):
 
 
 def _run_tflite(path, record, model, spec, texts, features, repeats):
-    from kbert.export.tflite import tflite_preprocessor
-    from kbert.export.tflite_verification import run_rows, run_tokens
-    from kbert.export.verification_data import texts_to_features
-
     flavour = record.get("flavour", "token_ids")
     if flavour == "mediapipe" and spec.task == "classifier":
         classifier = runtimes.MediaPipeClassifierRunner(path)
@@ -144,8 +153,6 @@ def _run_tflite(path, record, model, spec, texts, features, repeats):
     got, used = run_tokens(runner, flavour, features)
     one = {k: v for k, v in _row(used, 0).items()}
     if flavour == "mediapipe":
-        from kbert.export.tflite import MEDIAPIPE_INPUTS
-
         one = {name: one[source] for name, source in MEDIAPIPE_INPUTS.items()}
     seconds = runtimes.median_seconds(lambda: runner(one), repeats=repeats)
     return got, used, seconds, runtime
@@ -154,39 +161,45 @@ def _run_tflite(path, record, model, spec, texts, features, repeats):
 ONNX_RUNTIMES = ("onnxruntime", "openvino", "openvino_f32")
 
 
-def _run_onnx(path, features, repeats, runtime="onnxruntime"):
+def artifact_runtimes(path, installed=True):
+    """The runtimes `kbert verify` runs an artifact on, one table row each.
+
+    An ONNX file runs on onnxruntime and, when it is installed (or
+    `installed=False`), on OpenVINO at its default precision for this CPU
+    (`"openvino"`) and at float32 (`"openvino_f32"`); an OpenVINO IR on
+    those two; a SavedModel or TFLite file on its own runtime (`"default"`).
+
+    Example:
+    >>> artifact_runtimes(onnx_file)
+    ('onnxruntime', 'openvino', 'openvino_f32')
+    >>> artifact_runtimes(tflite_file)
+    ('default',)
+    """
+    kind = records.artifact_format(path)
+    if kind == "onnx":
+        if installed and importlib.util.find_spec("openvino") is None:
+            return ONNX_RUNTIMES[:1]
+        return ONNX_RUNTIMES
+    if kind == "openvino":
+        return ONNX_RUNTIMES[1:]
+    return ("default",)
+
+
+def _run_onnx(path, features, repeats, runtime):
     if runtime == "onnxruntime":
         runner, name = runtimes.OnnxRunner(path), "onnxruntime (CPU)"
     else:
-        from kbert.export.openvino_runtime import OpenVinoRunner
-
-        runner = OpenVinoRunner(
-            path, precision="f32" if runtime == "openvino_f32" else None
-        )
-        name = runner.describe() + (" forced" if runtime == "openvino_f32" else " default")
+        forced = runtime == "openvino_f32"
+        runner = runtimes.OpenVinoRunner(path, precision="f32" if forced else None)
+        name = runner.describe() + (" forced" if forced else " default")
     got = runner(features)
     seconds = runtimes.median_seconds(lambda: runner(_row(features, 0)), repeats=repeats)
     return got, features, seconds, name
 
 
-def onnx_runtimes():
-    """The runtimes `kbert verify` runs an ONNX file on: onnxruntime, and
-    OpenVINO at its default precision and at float32 when it is installed.
-
-    Example:
-    >>> onnx_runtimes()
-    ('onnxruntime', 'openvino', 'openvino_f32')
-    """
-    import importlib.util
-
-    if importlib.util.find_spec("openvino") is None:
-        return ONNX_RUNTIMES[:1]
-    return ONNX_RUNTIMES
-
-
 def _quality(spec, got, want, labels):
     """`(accuracy, agreement)`: accuracy on labels, agreement with Keras."""
-    if spec.task == "text_embedder":
+    if "embeddings" in spec.output_names:
         a, b = got["embeddings"], want["embeddings"]
         cosine = np.sum(a * b, -1) / (
             np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
@@ -200,7 +213,7 @@ def _quality(spec, got, want, labels):
     return accuracy, float(np.mean(same))
 
 
-def verify(artifact, model=None, num_examples=200, repeats=20, runtime="onnxruntime"):
+def artifact_row(artifact, model=None, num_examples=200, repeats=20, runtime=None):
     """Measures one artifact against the Keras model; returns a table row.
 
     Args:
@@ -210,20 +223,26 @@ def verify(artifact, model=None, num_examples=200, repeats=20, runtime="onnxrunt
             default: the source the artifact's export record names.
         num_examples: held-out reviews for accuracy.
         repeats: timed batch-1 calls for the latency.
-        runtime: for an ONNX file, `"onnxruntime"`, `"openvino"` (OpenVINO
-            at the precision it picks for this CPU) or `"openvino_f32"`; an
-            OpenVINO IR runs on the two OpenVINO ones (default `"openvino"`).
+        runtime: one of `artifact_runtimes(artifact)`; default the first:
+            for an ONNX file `"onnxruntime"`, else `"openvino"` (OpenVINO
+            at the precision it picks for this CPU) or `"openvino_f32"`.
 
     Returns:
         A dict with the `COLUMNS` keys (`None` where not applicable).
 
     Example:
-    >>> row = kbert.export.verify("out/classifier.tflite", "out/classifier")
-    >>> row["max |diff|"] < 1e-4
-    True
+    >>> row = artifact_row(onnx_file, classifier, num_examples=20, repeats=2)
+    >>> row["format"], row["max |diff|"] < 1e-4
+    ('onnx', True)
     """
     artifact = os.fspath(artifact)
     kind = records.artifact_format(artifact)
+    runtime = runtime or artifact_runtimes(artifact)[0]
+    if runtime not in artifact_runtimes(artifact, installed=False):
+        raise ValueError(
+            f"A {kind} artifact runs on {artifact_runtimes(artifact, installed=False)}; "
+            f"got runtime={runtime!r}."
+        )
     record = records.read_record(artifact)
     model = _model(model, record)
     if model.preprocessor is None:
@@ -239,22 +258,11 @@ def verify(artifact, model=None, num_examples=200, repeats=20, runtime="onnxrunt
             artifact, record, model, spec, texts, features, repeats
         )
     elif kind == "openvino":
-        from kbert.export.record import OPENVINO_XML
-
-        runtime = "openvino" if runtime == "onnxruntime" else runtime
-        if runtime not in ONNX_RUNTIMES[1:]:
-            raise ValueError(
-                f"runtime must be one of {ONNX_RUNTIMES[1:]}; got {runtime!r}."
-            )
-        xml = os.path.join(artifact, OPENVINO_XML)
+        xml = os.path.join(artifact, records.OPENVINO_XML)
         got, used, seconds, runtime = _run_onnx(xml, features, repeats, runtime)
     else:
-        if runtime not in ONNX_RUNTIMES:
-            raise ValueError(f"runtime must be one of {ONNX_RUNTIMES}; got {runtime!r}.")
         got, used, seconds, runtime = _run_onnx(artifact, features, repeats, runtime)
-    want = keras_outputs(model, spec, used)
-    from kbert.export.tflite_verification import MEDIAPIPE_OUTPUTS
-
+    want = keras_outputs(model, used)
     got = {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in got.items()}
     compared = [k for k in want if k in got]
     diff = max(float(np.max(np.abs(got[k] - want[k]))) for k in compared)
@@ -280,20 +288,16 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None):
     """The float32 Keras baseline row of the `kbert verify` table.
 
     Example:
-    >>> keras_row(classifier)["accuracy"]
-    0.655
+    >>> keras_row(classifier, num_examples=20, repeats=2)["format"]
+    'keras'
     """
-    import keras
-
     spec = export_spec(model, text_pairs)
     _, features, labels = evaluation_data(model, spec, num_examples)
-    want = keras_outputs(model, spec, features)
+    want = keras_outputs(model, features)
     accuracy, _ = _quality(spec, want, want, labels)
     one = _row(features, 0)
     seconds = runtimes.median_seconds(
-        lambda: keras.tree.map_structure(
-            keras.ops.convert_to_numpy, forward(model, spec, one)
-        ),
+        lambda: keras.tree.map_structure(keras.ops.convert_to_numpy, forward(model, one)),
         repeats=repeats,
     )
     size = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
@@ -309,11 +313,13 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None):
     }
 
 
-def format_table(rows):
+def report_table(rows):
     """The rows as a Markdown table (what `kbert verify` prints).
 
     Example:
-    >>> print(format_table([keras_row(model), verify("c.onnx", model)]))
+    >>> rows = [keras_row(classifier, 20, 2), artifact_row(onnx_file, classifier, 20, 2)]
+    >>> print(report_table(rows))  # doctest: +ELLIPSIS
+    | artifact ...
     """
 
     def cell(key, value):
@@ -327,11 +333,4 @@ def format_table(rows):
             return f"{value:.2f}"
         return str(value)
 
-    table = [[cell(k, row.get(k)) for k in COLUMNS] for row in rows]
-    widths = [max(len(c) for c in column) for column in zip(COLUMNS, *table)]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)) + " |"]
-    lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-    lines += [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in table
-    ]
-    return "\n".join(lines)
+    return markdown_table(COLUMNS, [[cell(k, row.get(k)) for k in COLUMNS] for row in rows])

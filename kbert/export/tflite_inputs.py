@@ -1,0 +1,124 @@
+"""Inputs and outputs of TFLite files: what the exporter, its verification and
+`kbert verify` all feed them and read back.
+
+The `"mediapipe"` flavour names its inputs and outputs as MediaPipe Tasks
+and the TFLite Task Library expect (`MEDIAPIPE_INPUTS`, `MEDIAPIPE_OUTPUTS`);
+the `"string"` flavour tokenizes with tf-text's TFLite tokenizer
+(`tflite_preprocessor`).
+"""
+
+import numpy as np
+
+from kbert.export.verification_data import pad_to, verification_texts
+from kbert.preprocessing.preprocessor import BertPreprocessor
+from kbert.preprocessing.tokenizer import BertTokenizer
+
+# MediaPipe-flavour input names -> the kbert names of `ExportSpec`.
+MEDIAPIPE_INPUTS = {
+    "ids": "token_ids",
+    "mask": "padding_mask",
+    "segment_ids": "segment_ids",
+}
+# MediaPipe-flavour output names -> the kbert names of `ExportSpec`.
+MEDIAPIPE_OUTPUTS = {"probability": "probabilities", "embedding": "embeddings"}
+
+
+def tflite_preprocessor(preprocessor, sequence_length=None):
+    """The model's preprocessor with tf-text's TFLite tokenizer.
+
+    Same vocabulary, casing and truncation; `normalization="tflite"`
+    (see `BertTokenizer` for where it differs from Hugging Face).
+
+    Example:
+    >>> tflite_preprocessor(preprocessor).tokenizer.normalization
+    'tflite'
+    """
+    tokenizer = preprocessor.tokenizer
+    if tokenizer.normalization == "tflite" and sequence_length in (
+        None,
+        preprocessor.sequence_length,
+    ):
+        return preprocessor
+    strip = (
+        tokenizer.lowercase if tokenizer.strip_accents is None else tokenizer.strip_accents
+    )
+    if strip != tokenizer.lowercase:
+        raise ValueError(
+            'flavour="string" tokenizes with tf-text\'s FastBertTokenizer, which '
+            f"lowercases and strips accents together; this tokenizer has "
+            f"lowercase={tokenizer.lowercase}, strip_accents={tokenizer.strip_accents}."
+        )
+    return BertPreprocessor(
+        BertTokenizer(
+            tokenizer.get_vocabulary(),
+            lowercase=tokenizer.lowercase,
+            strip_accents=tokenizer.strip_accents,
+            normalization="tflite",
+            max_input_chars_per_word=tokenizer.max_input_chars_per_word,
+        ),
+        sequence_length=sequence_length or preprocessor.sequence_length,
+        truncation=preprocessor.truncation,
+    )
+
+
+def run_rows(runner, feeds):
+    """Runs a batch, one row at a time when the file has a static batch of 1.
+
+    Example:
+    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> run_rows(TFLiteRunner(tflite_file), token_inputs)["logits"].shape  # batch 1 file
+    (3, 2)
+    """
+    first = next(iter(runner.input_details))
+    if runner.input_shape(first)[0] != 1:
+        return runner(feeds)
+    rows = len(next(iter(feeds.values())))
+    outputs = [runner({k: v[i : i + 1] for k, v in feeds.items()}) for i in range(rows)]
+    return {k: np.concatenate([o[k] for o in outputs]) for k in outputs[0]}
+
+
+def run_tokens(runner, flavour, features):
+    """Token features (kbert names) through a token-id flavour's file.
+
+    Returns `(outputs, features_used)`: inputs are padded to a static
+    sequence length when the file has one; outputs get kbert names.
+
+    Example:
+    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> outputs, used = run_tokens(TFLiteRunner(tflite_file), "token_ids", token_inputs)
+    >>> sorted(outputs)
+    ['logits', 'probabilities']
+    """
+    first = "ids" if flavour == "mediapipe" else "token_ids"
+    length = runner.input_shape(first)[-1]
+    if length > 0:
+        features = pad_to(features, length)
+    feeds = features
+    if flavour == "mediapipe":
+        feeds = {name: features[source] for name, source in MEDIAPIPE_INPUTS.items()}
+    outputs = run_rows(runner, feeds)
+    outputs = {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in outputs.items()}
+    return outputs, features
+
+
+def probe_inputs(runner):
+    """A small fixed input for any flavour's signature: real text, or token ids.
+
+    Example:
+    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> sorted(probe_inputs(TFLiteRunner(tflite_file)))
+    ['padding_mask', 'segment_ids', 'token_ids']
+    """
+    feeds = {}
+    for name, detail in runner.input_details.items():
+        dims = [int(d) for d in detail["shape_signature"]]
+        shape = [d if d > 0 else (1 if i == 0 else 8) for i, d in enumerate(dims)]
+        if detail["dtype"] in (np.bytes_, np.object_):
+            feeds[name] = np.array(verification_texts(shape[0]), dtype=object)
+        elif name in ("token_ids", "ids"):
+            feeds[name] = np.full(shape, 5, "int32")
+        elif name in ("padding_mask", "mask"):
+            feeds[name] = np.ones(shape, "int32")
+        else:
+            feeds[name] = np.zeros(shape, "int32")
+    return feeds

@@ -1,0 +1,324 @@
+"""The pretraining pipeline behind `kbert pretrain`, in one output directory.
+
+Each stage is skipped when its result is already there, so running the same
+configuration again after a crash resumes training from the last checkpoint:
+
+    OUTPUT/vocab.txt          WordPiece vocabulary (trained unless `vocabulary`)
+    OUTPUT/data/{train,eval}  TFRecords (+ metadata.json, vocab.txt)
+    OUTPUT/run/               checkpoints/, tensorboard/, metrics.jsonl
+    OUTPUT/model/             the trained BertPretrainer, a kbert preset
+    OUTPUT/results.json, OUTPUT/learning_curve.png
+"""
+
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import sys
+import time
+
+import keras
+
+from kbert.data import wikipedia_articles
+from kbert.models.backbone import BertBackbone
+from kbert.models.pretrainer import BertPretrainer
+from kbert.optimization.optimizers import bert_optimizer
+from kbert.preprocessing.preprocessor import BertPreprocessor
+from kbert.preprocessing.tokenizer import BertTokenizer
+from kbert.preprocessing.vocabulary import train_vocabulary
+from kbert.presets.kbert_format import save_kbert_preset
+from kbert.pretraining import distribution
+from kbert.pretraining.data_creation import create_pretraining_data
+from kbert.pretraining.dataset import pretraining_dataset, read_metadata
+from kbert.pretraining.documents import documents_from_texts, read_documents
+from kbert.pretraining.evaluation import majority_baseline
+from kbert.pretraining.learning_curve import plot_learning_curve
+from kbert.pretraining.training import METRICS_FILE, pretrain
+from kbert.utils.atomic import atomic_directory, atomic_file
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingConfig:
+    """Everything one pretraining run needs; `kbert pretrain` has a flag per field.
+
+    Example:
+    >>> config = PretrainingConfig(corpus=["wikipedia"], output="out/wiki", steps=2000)
+    >>> config.vocabulary_size, config.masking
+    (8000, 'dynamic')
+    """
+
+    # Corpus and data.
+    # ("wikipedia",), or text files: a sentence a line, blank lines between documents
+    corpus: tuple
+    output: str  # the run directory
+    eval_corpus: tuple = None  # held-out text files
+    eval_fraction: float = 0.1  # documents held out when there is no eval_corpus
+    vocabulary: str = None  # an existing vocab.txt (else one is trained)
+    vocabulary_size: int = 8000
+    cased: bool = False
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 5
+    whole_word_masking: bool = False
+    masking: str = (
+        "dynamic"  # "static": mask once when creating data; "dynamic": every epoch
+    )
+    # Model.
+    num_layers: int = 4
+    hidden_dim: int = 256
+    num_heads: int = 4
+    intermediate_dim: int = 1024
+    dropout: float = 0.1
+    dtype: str = "float32"
+    jit_compile: str = (
+        "auto"  # "auto": on for TensorFlow and JAX, off for torch; "on", "off"
+    )
+    run_eagerly: bool = False
+    # Training.
+    steps: int = 1000
+    batch_size: int = 32
+    steps_per_epoch: int = None  # default: one pass over the data
+    optimizer: str = "adamw"
+    learning_rate: float = 1e-3
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    clipnorm: float = 1.0
+    save_every: int = 200
+    log_every: int = 20
+    distribution: str = "none"  # JAX: data_parallel / model_parallel; TensorFlow: mirrored
+    model_parallel_size: int = 2
+    seed: int = 0
+    quiet: bool = False
+
+
+def run_pretraining(config):
+    """Runs (or resumes) the whole pipeline; returns the results it also writes
+    to `OUTPUT/results.json`.
+
+    Raises `TrainingDivergedError` when the loss stops being finite.
+
+    Example:
+    >>> # Minutes of training: tests/pretraining runs it at toy size.
+    >>> results = run_pretraining(PretrainingConfig(  # doctest: +SKIP
+    ...     corpus=["wikipedia"], output="out/wiki", steps=2000))
+    """
+    started = time.time()
+    os.makedirs(config.output, exist_ok=True)
+    results = _pretrain(config)
+    results["wall_time_s"] = round(time.time() - started, 1)
+    with open(os.path.join(config.output, "results.json"), "w") as file:
+        json.dump(results, file, indent=2)
+    return results
+
+
+def _pretrain(config):
+    """The pipeline's stages; returns the results (see `run_pretraining`)."""
+    output = config.output
+    train_docs, eval_docs = _corpus(config)
+
+    vocabulary_path = os.path.join(output, "vocab.txt")
+    if config.vocabulary:
+        vocabulary_path = config.vocabulary
+    elif not os.path.exists(vocabulary_path):
+        _say(config, f"Training a {config.vocabulary_size}-token WordPiece vocabulary...")
+        tokens = train_vocabulary(
+            _texts(train_docs), config.vocabulary_size, lowercase=not config.cased
+        )
+        with atomic_file(vocabulary_path) as tmp, open(tmp, "w", encoding="utf-8") as file:
+            file.writelines(token + "\n" for token in tokens)
+    tokenizer = BertTokenizer(vocabulary=vocabulary_path, lowercase=not config.cased)
+    vocabulary = tokenizer.get_vocabulary()
+
+    data_options = dict(
+        max_seq_length=config.max_seq_length,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        masked_lm_prob=config.masked_lm_prob,
+        short_seq_prob=config.short_seq_prob,
+        whole_word_masking=config.whole_word_masking,
+        progress=not config.quiet,
+    )
+    train_dir = os.path.join(output, "data", "train")
+    eval_dir = os.path.join(output, "data", "eval")
+    if read_metadata(train_dir) is None:
+        _say(config, "Creating training data...")
+        create_pretraining_data(
+            train_docs,
+            train_dir,
+            tokenizer,
+            vocabulary,
+            dupe_factor=config.dupe_factor,
+            masking=config.masking,
+            seed=config.seed,
+            **data_options,
+        )
+    if eval_docs is not None and read_metadata(eval_dir) is None:
+        # Held-out data is masked once, so every evaluation sees the same task.
+        create_pretraining_data(
+            eval_docs,
+            eval_dir,
+            tokenizer,
+            vocabulary,
+            dupe_factor=1,
+            masking="static",
+            seed=config.seed + 1,
+            **data_options,
+        )
+    train_meta = read_metadata(train_dir)
+    _say(
+        config,
+        f"Training data: {train_meta['num_instances']} sequences, "
+        f"{train_meta['num_tokens']} tokens ({config.masking} masking).",
+    )
+
+    keras.utils.set_random_seed(config.seed)
+    strategy = _distribution(config)
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        backbone = BertBackbone(
+            vocabulary_size=len(vocabulary),
+            num_layers=config.num_layers,
+            num_heads=config.num_heads,
+            hidden_dim=config.hidden_dim,
+            intermediate_dim=config.intermediate_dim,
+            dropout=config.dropout,
+            attention_dropout=config.dropout,
+            max_sequence_length=config.max_seq_length,
+            dtype=config.dtype,
+        )
+        pretrainer = BertPretrainer(backbone, compile=False)
+        pretrainer.compile(
+            optimizer=bert_optimizer(
+                total_steps=config.steps,
+                learning_rate=config.learning_rate,
+                warmup_steps=config.warmup_steps,
+                optimizer=config.optimizer,
+                weight_decay=config.weight_decay,
+                global_clipnorm=config.clipnorm,
+                mixed_float16=config.dtype == "mixed_float16",
+            ),
+            jit_compile=_jit_compile(config, strategy),
+            run_eagerly=config.run_eagerly,
+        )
+    eval_data = (
+        pretraining_dataset(eval_dir, config.batch_size, training=False)
+        if eval_docs is not None
+        else None
+    )
+    run_dir = os.path.join(output, "run")
+    pretrain(
+        pretrainer,
+        train_dir,
+        total_steps=config.steps,
+        batch_size=config.batch_size,
+        steps_per_epoch=config.steps_per_epoch,
+        validation_data=eval_data,
+        run_dir=run_dir,
+        save_every=config.save_every,
+        log_every=config.log_every,
+        seed=config.seed,
+        verbose=0 if config.quiet else "auto",
+    )
+
+    results = {
+        "backend": keras.backend.backend(),
+        "steps": config.steps,
+        "batch_size": config.batch_size,
+        "max_seq_length": config.max_seq_length,
+        "vocabulary_size": len(vocabulary),
+        "train_sequences": train_meta["num_instances"],
+        "train_tokens": train_meta["num_tokens"],
+        "parameters": int(pretrainer.count_params()),
+    }
+    if eval_data is not None:
+        scores = pretrainer.evaluate(eval_data, return_dict=True, verbose=0)
+        special = [vocabulary.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")]
+        token_id, baseline = majority_baseline(train_dir, eval_dir, special)
+        results.update(
+            eval_sequences=read_metadata(eval_dir)["num_instances"],
+            eval_mlm_accuracy=scores["mlm_logits_mlm_accuracy"],
+            eval_nsp_accuracy=scores["nsp_logits_nsp_accuracy"],
+            eval_loss=scores["loss"],
+            majority_token=vocabulary[token_id],
+            majority_mlm_accuracy=baseline,
+        )
+    metrics_path = os.path.join(run_dir, METRICS_FILE)
+    if os.path.exists(metrics_path):
+        try:
+            results["learning_curve"] = plot_learning_curve(
+                metrics_path, os.path.join(output, "learning_curve.png")
+            )
+        except ImportError:
+            print("matplotlib is not installed: no learning_curve.png", file=sys.stderr)
+    _save_model(pretrainer, tokenizer, config.max_seq_length, os.path.join(output, "model"))
+    results["model"] = os.path.join(output, "model")
+    return results
+
+
+def _save_model(pretrainer, tokenizer, sequence_length, directory):
+    with atomic_directory(directory) as tmp:
+        save_kbert_preset(pretrainer, tmp)
+        BertPreprocessor(tokenizer, sequence_length=sequence_length).save_to_preset(tmp)
+
+
+def _corpus(config):
+    """(train documents, eval documents or None); file corpora stay on disk."""
+    if list(config.corpus) == ["wikipedia"]:
+        texts = [
+            text for _, text in wikipedia_articles() if not text.startswith("REDIRECT")
+        ]
+        documents = list(documents_from_texts(texts))
+    else:
+        documents = list(config.corpus)
+    if config.eval_corpus:
+        return documents, list(read_documents(list(config.eval_corpus)))
+    if config.eval_fraction <= 0:
+        return documents, None
+    if not isinstance(documents[0], list):
+        documents = list(read_documents(documents))
+    order = list(range(len(documents)))
+    random.Random(config.seed).shuffle(order)
+    held_out = set(order[: max(1, round(len(documents) * config.eval_fraction))])
+    train = [d for i, d in enumerate(documents) if i not in held_out]
+    return train, [d for i, d in enumerate(documents) if i in held_out]
+
+
+def _texts(documents):
+    """Vocabulary-training text: a list, or a streaming dataset for files."""
+    if documents and isinstance(documents[0], str):
+        import tensorflow as tf  # lazy: TF only to stream a file corpus
+
+        return tf.data.TextLineDataset(documents).filter(
+            lambda line: tf.strings.length(line) > 0
+        )
+    return [sentence for document in documents for sentence in document]
+
+
+def _distribution(config):
+    """Sets a JAX distribution, or returns a TF strategy to build under."""
+    if config.distribution == "mirrored":
+        return distribution.mirrored_strategy()
+    if config.distribution == "data_parallel":
+        keras.distribution.set_distribution(distribution.data_parallel())
+    elif config.distribution == "model_parallel":
+        keras.distribution.set_distribution(
+            distribution.model_parallel(config.model_parallel_size)
+        )
+    return None
+
+
+def _jit_compile(config, strategy):
+    if config.jit_compile != "auto":
+        return config.jit_compile == "on"
+    if strategy is not None:
+        import tensorflow as tf  # lazy: a mirrored strategy is TensorFlow's
+
+        # XLA cannot place MirroredStrategy replicas on logical CPU devices.
+        return bool(tf.config.list_physical_devices("GPU"))
+    return "auto"
+
+
+def _say(config, message):
+    if not config.quiet:
+        print(message, flush=True)

@@ -1,0 +1,162 @@
+"""kbert's import graph: no cycles, imports point down, lazy imports only for heavy libraries.
+
+Read from the source's syntax tree (module- and function-level imports
+alike), so it runs once, in the JAX run.
+"""
+
+import ast
+import pathlib
+import re
+
+import keras
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "kbert"
+# Lower layers first; a module imports from its own package or from packages
+# of a lower layer only. `kbert.tasks` holds the helpers the task models call
+# (windows, alignment, decoding); it imports nothing of kbert.
+LAYERS = (
+    ("kbert.utils", "kbert.sources", "kbert.data", "kbert.optimization", "kbert.tasks"),
+    ("kbert.layers",),
+    ("kbert.models",),
+    ("kbert.preprocessing",),
+    ("kbert.presets",),
+    ("kbert.export", "kbert.pretraining", "kbert.inference"),
+    ("kbert.finetuning",),  # its demo exports the fine-tuned model
+    ("kbert.cli", "kbert"),
+)
+# Imported inside functions only, to keep them off paths that must not load
+# them (TensorFlow off the JAX/PyTorch token-id path; optional runtimes).
+LAZY = {
+    "tensorflow",
+    "tensorflow_text",
+    "torch",
+    "jax",
+    "jax2onnx",
+    "tf2onnx",
+    "onnx",
+    "onnxruntime",
+    "openvino",
+    "ai_edge_litert",
+    "flatbuffers",
+    "mediapipe",
+    "matplotlib",
+}
+
+once = pytest.mark.skipif(keras.backend.backend() != "jax", reason="checked once, on JAX")
+
+
+def _modules():
+    modules = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        name = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _imports(name, path):
+    """`(imported kbert module, line, inside a function)` of one module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    nested = {id(n) for f in functions for n in ast.walk(f) if n is not f}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    package = package.rpartition(".")[0]
+                base = f"{package}.{base}".rstrip(".")
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES and target.startswith("kbert"):
+                target = target.rpartition(".")[0]
+            found.append((target, node.lineno, id(node) in nested))
+    return found
+
+
+def _layer(module):
+    for rank, packages in enumerate(LAYERS):
+        for package in packages:
+            if module == package or (
+                package != "kbert" and module.startswith(package + ".")
+            ):
+                return rank, package
+    raise AssertionError(f"{module} is in no layer of LAYERS")
+
+
+def _graph():
+    graph = {}
+    for name, path in MODULES.items():
+        graph[name] = {
+            target
+            for target, _, _ in _imports(name, path)
+            if target in MODULES and target != name and not name.startswith(target + ".")
+        }
+    return graph
+
+
+@once
+def test_no_import_cycles():
+    graph = _graph()
+    state, cycles = {}, []
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
+
+
+@once
+def test_imports_point_down():
+    upward = []
+    for name, targets in _graph().items():
+        rank, package = _layer(name)
+        for target in targets:
+            target_rank, target_package = _layer(target)
+            if target_package != package and target_rank >= rank:
+                upward.append(f"{name} imports {target}")
+    assert not upward, "\n".join(upward)
+
+
+@once
+def test_function_level_imports_are_heavy_libraries_with_a_reason():
+    problems = []
+    for name, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for target, line, inside in _imports(name, path):
+            if not inside or target.startswith("kbert"):
+                if inside:
+                    problems.append(f"{path}:{line}: {target} imported inside a function")
+                continue
+            if target.split(".")[0] not in LAZY:
+                problems.append(f"{path}:{line}: {target} is light; import it at the top")
+                continue
+            # The reason: a `# lazy: ...` comment on the line or above its group.
+            above = line - 2
+            while above >= 0 and re.match(r"\s+(import|from) ", lines[above]):
+                above -= 1
+            if "# lazy:" not in lines[line - 1] and "# lazy:" not in lines[above]:
+                problems.append(f"{path}:{line}: lazy import of {target} without a reason")
+    assert not problems, "\n".join(problems)
