@@ -136,7 +136,7 @@ def inference_worker(count, rounds):
     import transformers
 
     import kbert
-    from kbert.presets.registry import resolve_preset
+    from kbert.sources import resolve_preset
 
     backend = keras.backend.backend()
     directory = resolve_preset(PRESET)
@@ -326,7 +326,7 @@ def hf_finetune_worker(train_examples, recipe):
     import transformers
 
     from kbert.finetuning.sentiment_demo import sentiment_splits
-    from kbert.presets.registry import resolve_preset
+    from kbert.sources import resolve_preset
 
     torch.manual_seed(recipe.seed)
     splits = sentiment_splits(train_examples, seed=SPLIT_SEED)
