@@ -30,4 +30,4 @@ lint: setup
 	$(VENV)/bin/ruff check kbert tests benchmarks examples
 
 bench: setup
-	$(PY) benchmarks/encoder.py
+	$(PY) benchmarks/end_to_end.py

@@ -134,9 +134,9 @@ def inference_worker(count, rounds):
     import sentence_transformers
     import torch
     import transformers
-    from kbert.presets.registry import resolve_preset
 
     import kbert
+    from kbert.sources import resolve_preset
 
     backend = keras.backend.backend()
     directory = resolve_preset(PRESET)
@@ -324,9 +324,9 @@ def hf_finetune_worker(train_examples, recipe):
     import numpy as np
     import torch
     import transformers
-    from kbert.presets.registry import resolve_preset
 
     from kbert.finetuning.sentiment_demo import sentiment_splits
+    from kbert.sources import resolve_preset
 
     torch.manual_seed(recipe.seed)
     splits = sentiment_splits(train_examples, seed=SPLIT_SEED)

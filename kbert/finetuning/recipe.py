@@ -1,8 +1,9 @@
 """The fine-tuning recipe: one set of hyper-parameters, applied identically.
 
-`benchmarks/finetune_vs_hf.py` runs the same recipe with HF transformers, so
-everything that decides the result lives here: the data order (one seeded
-permutation per epoch, shared by both), the schedule, the optimizer.
+`benchmarks/end_to_end.py --finetune` runs the same recipe with HF
+transformers (dynamic padding, as HF users train), so everything that
+decides the result lives here: the data order (one seeded permutation per
+epoch, shared by both), the schedule, the optimizer.
 """
 
 import dataclasses

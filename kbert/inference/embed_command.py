@@ -22,7 +22,12 @@ def add_embed_command(subparsers):
     parser.add_argument("output", help="an .npy or .jsonl path")
     parser.add_argument("--text-column", help="column to read from a CSV/JSONL input")
     parser.add_argument("--preset", default="all_minilm_l6_v2")
-    parser.add_argument("--sequence-length", type=int, default=128)
+    parser.add_argument(
+        "--sequence-length",
+        type=int,
+        help="longest input in word pieces (default: the preset's, e.g. 256 for "
+        "all_minilm_l6_v2 as sentence-transformers); batches pad only to their longest",
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.set_defaults(handler=embed_command)
 
@@ -46,9 +51,8 @@ def embed_command(args):
     if not args.output.endswith((".npy", ".jsonl")):
         raise ValueError(f"OUTPUT must end in .npy or .jsonl; got {args.output!r}.")
     texts = read_texts(args.input, args.text_column)
-    embedder = BertTextEmbedder.from_preset(
-        args.preset, sequence_length=args.sequence_length
-    )
+    overrides = {"sequence_length": args.sequence_length} if args.sequence_length else {}
+    embedder = BertTextEmbedder.from_preset(args.preset, **overrides)
     embeddings = np.asarray(embedder.predict(texts, batch_size=args.batch_size, verbose=1))
     with atomic_file(args.output) as tmp:
         if args.output.endswith(".npy"):

@@ -258,9 +258,9 @@ def test_minilm_embeddings_on_real_text_equal_fixed_length(minilm_embedder):
     """All-MiniLM-L6-v2 on real reviews and long plot summaries: bucketed
     equals fixed-length, and both equal sentence-transformers' `encode`."""
     import sentence_transformers
-    from kbert.presets.registry import resolve_preset
 
     from kbert.data import rotten_tomatoes
+    from kbert.sources import resolve_preset
 
     reviews, _ = rotten_tomatoes(categories=("fresh", "rotten"))
     plots, _ = rotten_tomatoes(categories=("plot",))
