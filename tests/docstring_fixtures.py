@@ -150,6 +150,7 @@ def _google_dir():
         "num_attention_heads": 2,
         "intermediate_size": 16,
         "max_position_embeddings": 32,
+        "type_vocab_size": 2,
         "hidden_act": "gelu",
     }
     with open(os.path.join(directory, "bert_config.json"), "w") as file:

@@ -15,6 +15,9 @@ def add_embed_command(subparsers):
         help="sentence embeddings for a file of texts",
         description="Embed texts with BertTextEmbedder.from_preset(PRESET): INPUT is a "
         "text file (one text per line), or a CSV/JSONL file with --text-column. "
+        "Exactly one embedding per input line, in order: a blank line embeds the "
+        "empty string, so row i of OUTPUT is line i+1 of INPUT (a final newline "
+        "ends the last line, it does not add one). "
         "OUTPUT ending in .npy gets a (texts, dim) float32 array; .jsonl gets one "
         '{"text", "embedding"} object per line.',
     )
@@ -33,7 +36,13 @@ def add_embed_command(subparsers):
 
 
 def read_texts(path, text_column=None):
-    """Texts from a plain file (one per line) or a column of a CSV/JSONL file."""
+    """Texts from a plain file (one per line) or a column of a CSV/JSONL file.
+
+    A plain file gives one text per line, blank lines included (as ""), so
+    that rows of the output match line numbers; a final newline ends the
+    last line. Lines end at "\\n" (a "\\r" before it is dropped), not at the
+    other characters `str.splitlines` breaks on.
+    """
     if text_column:
         rows = read_rows(path)
         missing = [number for number, row in rows if text_column not in row]
@@ -41,7 +50,10 @@ def read_texts(path, text_column=None):
             raise ValueError(f"{path}: line {missing[0]} has no column {text_column!r}.")
         texts = [str(row[text_column]) for _, row in rows]
     else:
-        texts = [line for line in read_text(path).splitlines() if line.strip()]
+        lines = read_text(path).split("\n")
+        if lines[-1] == "":  # the newline ending the last line
+            lines.pop()
+        texts = [line.removesuffix("\r") for line in lines]
     if not texts:
         raise ValueError(f"{path}: no texts to embed.")
     return texts

@@ -7,6 +7,7 @@ from keras import ops
 from kbert.layers.embeddings import BertEmbeddings
 from kbert.layers.transformer import BertTransformerLayer
 from kbert.models.functional_model import FunctionalModel
+from kbert.models.id_ranges import IdRangeCheckedModel, check_id_ranges
 from kbert.models.preset_io import PresetMixin
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -26,19 +27,23 @@ def attention_mask_from_padding(padding_mask):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class BertBackbone(PresetMixin, FunctionalModel):
+class BertBackbone(PresetMixin, IdRangeCheckedModel, FunctionalModel):
     """The BERT encoder: embeddings, post-LN transformer layers and pooler.
 
     Inputs are a dict of `token_ids`, `segment_ids` and `padding_mask`
     (1 = real token), each (batch, seq) integers; `segment_ids` and
-    `padding_mask` default to zeros and ones when left out. Outputs are a dict
-    of `sequence_output` (batch, seq, hidden) and `pooled_output` (batch,
-    hidden) = tanh(dense([CLS])), plus `hidden_states` (embeddings output and
-    one per layer, L+1 tensors) when `output_hidden_states=True`, and
-    `attentions` (one (batch, heads, seq, seq) probability tensor per layer,
-    as transformers' `output_attentions=True` gives them) when
-    `output_attentions=True`; that takes the explicit-softmax attention
-    instead of the fused kernel, so it is off by default.
+    `padding_mask` default to zeros and ones when left out. Ids outside
+    `[0, vocabulary_size)` / `[0, num_segments)` raise a `ValueError` in
+    `__call__`, `fit`, `evaluate` and `predict` on concrete arrays (see
+    `kbert.models.id_ranges.check_id_ranges`; not inside a graph you
+    compile). Outputs are a dict of `sequence_output` (batch, seq, hidden)
+    and `pooled_output` (batch, hidden) = tanh(dense([CLS])), plus
+    `hidden_states` (embeddings output and one per layer, L+1 tensors) when
+    `output_hidden_states=True`, and `attentions` (one (batch, heads, seq,
+    seq) probability tensor per layer, as transformers'
+    `output_attentions=True` gives them) when `output_attentions=True`; that
+    takes the explicit-softmax attention instead of the fused kernel, so it
+    is off by default.
 
     Weight paths: `embeddings/...` (see `BertEmbeddings`),
     `transformer_layer_{i}/...` (see `BertTransformerLayer`), `pooler/{kernel,bias}`.
@@ -149,7 +154,10 @@ class BertBackbone(PresetMixin, FunctionalModel):
         return self.embeddings.token_embedding
 
     def __call__(self, inputs, *args, **kwargs):
-        return super().__call__(self.standardize_inputs(inputs), *args, **kwargs)
+        inputs = self.standardize_inputs(inputs)
+        # Concrete inputs only: in `call` (JAX `fit`/`predict`) they are traced.
+        check_id_ranges(inputs, self.vocabulary_size, self.num_segments)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=None, mask=None):
         # `fit`/`predict` on JAX reach `call` without `__call__`. The encoder

@@ -9,6 +9,7 @@ from kbert.models import length_batching
 from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
 from kbert.models.bucketed_batches import BucketedBatches
 from kbert.models.functional_model import FunctionalModel
+from kbert.models.id_ranges import IdRangeCheckedModel
 from kbert.models.preset_io import PresetMixin
 from kbert.optimization.optimizers import bert_optimizer
 
@@ -37,7 +38,7 @@ def _is_batched(x):
     return _is_dataset(x) or isinstance(x, keras.utils.PyDataset)
 
 
-class Task(PresetMixin, FunctionalModel):
+class Task(PresetMixin, IdRangeCheckedModel, FunctionalModel):
     """A backbone plus a head, compiled with working defaults on creation.
 
     Subclasses build a functional graph and define `default_loss()` and
@@ -148,6 +149,7 @@ class Task(PresetMixin, FunctionalModel):
                 None if v is None else keras.tree.map_structure(lambda a: a[None], v)
                 for v in (features, y, sample_weight)
             )
+        self.check_id_ranges(features)  # a preprocessor with a larger vocabulary
         return features, y, sample_weight
 
     def _bucketed_dataset(self, features, y, sample_weight, batch_size, shuffle):
@@ -323,6 +325,7 @@ class Task(PresetMixin, FunctionalModel):
     def predict_features(self, features, batch_size=None, verbose=0, callbacks=None):
         """Outputs for preprocessed `features` (NumPy, padded to the
         preprocessor's `sequence_length`), run in length buckets, in input order."""
+        self.check_id_ranges(features)
         batch_size = batch_size or length_batching.DEFAULT_BATCH_SIZE
         count = len(length_batching.token_lengths(features))
         batches = length_batching.predict_batches(

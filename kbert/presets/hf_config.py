@@ -9,6 +9,7 @@ store it).
 """
 
 from kbert.layers.activations import get_activation
+from kbert.presets.config_keys import require_config_keys
 
 # HF config key -> (kbert backbone argument, BertConfig's default).
 BACKBONE_KEYS = {
@@ -25,6 +26,16 @@ BACKBONE_KEYS = {
     "layer_norm_eps": ("layer_norm_epsilon", 1e-12),
     "initializer_range": ("initializer_range", 0.02),
 }
+# The sizes every HF and Google BERT config states; never defaulted.
+REQUIRED_KEYS = (
+    "vocab_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "hidden_size",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
 # kbert activation -> HF `hidden_act` (HF's ACT2FN names).
 ACTIVATIONS_TO_HF = {
     "gelu": "gelu",
@@ -48,13 +59,19 @@ PROBLEM_TYPES_TO_HF = {
 
 
 def backbone_arguments(config, path):
-    """`BertBackbone` arguments from an HF BERT config; refuses non-BERT models.
+    """`BertBackbone` arguments from an HF (or Google) BERT config; refuses
+    non-BERT models and configs that lack a size (`REQUIRED_KEYS`); other
+    keys default as `BertConfig` does.
 
     Example:
-    >>> arguments = backbone_arguments({"hidden_size": 384, "num_hidden_layers": 6}, "dir")
-    >>> arguments["hidden_dim"], arguments["num_layers"], arguments["vocabulary_size"]
-    (384, 6, 30522)
+    >>> sizes = dict(vocab_size=100, num_hidden_layers=6, num_attention_heads=12,
+    ...     hidden_size=384, intermediate_size=1536, max_position_embeddings=512,
+    ...     type_vocab_size=2)
+    >>> arguments = backbone_arguments(sizes, "dir")
+    >>> arguments["hidden_dim"], arguments["num_layers"], arguments["dropout"]
+    (384, 6, 0.1)
     """
+    require_config_keys(config, REQUIRED_KEYS, path)
     model_type = config.get("model_type", "bert")
     problems = []
     if model_type != "bert":

@@ -16,6 +16,8 @@ import numpy as np
 
 from kbert.models import MODEL_CLASSES
 from kbert.models.backbone import BertBackbone
+from kbert.presets.config_keys import require_config_keys
+from kbert.presets.hf_config import BACKBONE_KEYS, REQUIRED_KEYS
 from kbert.utils.atomic import atomic_directory
 
 BACKBONE_CONFIG = "backbone.json"
@@ -23,6 +25,8 @@ BACKBONE_WEIGHTS = "backbone.weights.h5"
 TASK_CONFIG = "task.json"
 TASK_WEIGHTS = "task.weights.npz"
 FORMAT_VERSION = 1
+# The backbone sizes `backbone.json` must state (the HF required keys' names).
+REQUIRED_BACKBONE_KEYS = tuple(BACKBONE_KEYS[key][0] for key in REQUIRED_KEYS)
 
 
 def is_kbert_preset(directory):
@@ -124,8 +128,11 @@ def load_head_weights(task, path):
 
 def load_backbone(directory, backbone_cls, overrides):
     """Builds the backbone; consumes the overrides that are backbone config."""
-    stored = _read_json(os.path.join(directory, BACKBONE_CONFIG))
+    path = os.path.join(directory, BACKBONE_CONFIG)
+    stored = _read_json(path)
+    require_config_keys(stored, ["config"], path)
     config = dict(stored["config"])
+    require_config_keys(config, REQUIRED_BACKBONE_KEYS, path)
     for key in list(overrides):
         if key in config and key != "name":
             config[key] = overrides.pop(key)

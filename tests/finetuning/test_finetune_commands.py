@@ -53,7 +53,7 @@ def test_finetune_command_trains_and_saves_a_preset(tmp_path, tiny_preset):
 def test_embed_command_matches_the_embedder(tmp_path, tiny_preset):
     texts = ["good movie", "awful plot", "the plot was not fun"]
     source = tmp_path / "texts.txt"
-    source.write_text("\n".join(texts) + "\n\n")
+    source.write_text("\n".join(texts) + "\n")
     expected = kbert.BertTextEmbedder.from_preset(tiny_preset, sequence_length=16).predict(
         texts, verbose=0
     )
@@ -91,3 +91,26 @@ def test_embed_command_matches_the_embedder(tmp_path, tiny_preset):
     rows = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
     assert [r["text"] for r in rows] == texts
     np.testing.assert_allclose([r["embedding"] for r in rows], expected, atol=1e-6)
+
+
+def test_embed_command_writes_one_row_per_input_line(tmp_path, tiny_preset, capsys):
+    # Blank and whitespace-only lines embed as themselves; CRLF endings are
+    # line ends; the final newline adds no line.
+    lines = ["good movie", "", "awful plot", "   ", "", "the plot"]
+    source = tmp_path / "texts.txt"
+    source.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    expected = kbert.BertTextEmbedder.from_preset(tiny_preset, sequence_length=16).predict(
+        lines, verbose=0
+    )
+    # JSONL shows the text of each row (.npy takes the same path: test above).
+    argv = ["embed", str(source), str(tmp_path / "e.jsonl"), "--preset", tiny_preset]
+    assert run(add_embed_command, argv + ["--sequence-length", "16"]) == 0
+    rows = [json.loads(r) for r in (tmp_path / "e.jsonl").read_text().splitlines()]
+    assert [r["text"] for r in rows] == lines
+    np.testing.assert_allclose([r["embedding"] for r in rows], expected, atol=1e-6)
+    # --help says so.
+    try:
+        run(add_embed_command, ["embed", "--help"])
+    except SystemExit:
+        pass
+    assert "one embedding per input line" in " ".join(capsys.readouterr().out.split())

@@ -1,0 +1,112 @@
+"""check_id_ranges: token and segment ids inside their embedding tables.
+
+An id outside its table gives no error on any backend: XLA clamps it (the
+output of id V-1), JAX gathers NaN, torch raises an IndexError from deep in
+the embedding. This check turns all three into one `ValueError`.
+"""
+
+import keras
+import numpy as np
+
+
+def check_id_ranges(inputs, vocabulary_size, num_segments):
+    """Raises a `ValueError` if a concrete `token_ids` / `segment_ids` value is
+    negative or not below its table size (`vocabulary_size`, `num_segments`).
+
+    The message names the input, the bad value and its position (row, ...,
+    token index). It costs one min and one max per input; the position is
+    only searched on failure. Values that are not concrete (symbolic Keras
+    tensors, `tf.function` graphs, JAX tracers, CUDA torch tensors) are not
+    checked: inside a compiled graph a user builds themself, an out-of-range
+    id is not caught and gives what the backend gives (clamped on
+    TensorFlow/XLA, NaN on JAX, an IndexError on torch). kbert's `__call__`,
+    `predict`, `evaluate` and `fit` on in-memory arrays check before Keras
+    sees the data.
+
+    Example:
+    >>> check_id_ranges({"token_ids": np.array([[2, 5, 3]])}, 6, 2)
+    >>> try:
+    ...     check_id_ranges({"token_ids": np.array([[2, 9, 3]])}, 6, 2)
+    ... except ValueError as error:
+    ...     print(str(error).split(", outside")[0])
+    Input 'token_ids' holds id 9 at position (row 0, token 1)
+    """
+    if not isinstance(inputs, dict):
+        return
+    limits = {
+        "token_ids": (vocabulary_size, "vocabulary_size"),
+        "segment_ids": (num_segments, "num_segments"),
+    }
+    for name, (size, size_name) in limits.items():
+        values = _concrete_numpy(inputs.get(name))
+        if values is None or values.size == 0:
+            continue
+        if values.min() >= 0 and values.max() < size:
+            continue
+        bad = tuple(int(i) for i in np.argwhere((values < 0) | (values >= size))[0])
+        if len(bad) == 1:
+            where = f"token {bad[0]}"
+        else:
+            where = ", ".join(
+                [f"row {bad[0]}"] + [f"index {i}" for i in bad[1:-1]] + [f"token {bad[-1]}"]
+            )
+        raise ValueError(
+            f"Input {name!r} holds id {values[bad]} at position ({where}), outside "
+            f"[0, {size}) ({size_name}={size})."
+        )
+
+
+def _concrete_numpy(value):
+    """`value` as a NumPy array when it is concrete and on the host, else None."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (list, tuple)):
+        return np.asarray(value)
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf  # lazy: the TensorFlow backend, loaded already
+
+        if isinstance(value, tf.Tensor) and not tf.is_symbolic_tensor(value):
+            return value.numpy()
+    elif backend == "jax":
+        import jax  # lazy: the JAX backend only
+
+        if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer):
+            return np.asarray(value)
+    elif backend == "torch":
+        import torch  # lazy: the torch backend only
+
+        # CUDA tensors would cost a device sync per call: not checked.
+        if isinstance(value, torch.Tensor) and value.device.type == "cpu":
+            return value.detach().numpy()
+    return None
+
+
+class IdRangeCheckedModel:
+    """Mixin: `fit`, `evaluate` and `predict` check in-memory input dicts
+    with `check_id_ranges` before Keras sees them (datasets are not checked).
+
+    The model, or its `backbone`, has `vocabulary_size` and `num_segments`.
+    """
+
+    def check_id_ranges(self, x):
+        """`check_id_ranges` with this model's table sizes."""
+        backbone = getattr(self, "backbone", self)
+        check_id_ranges(x, backbone.vocabulary_size, backbone.num_segments)
+
+    def fit(self, x=None, *args, **kwargs):
+        self.check_id_ranges(x)
+        validation_data = kwargs.get("validation_data")
+        if isinstance(validation_data, (tuple, list)) and validation_data:
+            self.check_id_ranges(validation_data[0])
+        return super().fit(x, *args, **kwargs)
+
+    def evaluate(self, x=None, *args, **kwargs):
+        self.check_id_ranges(x)
+        return super().evaluate(x, *args, **kwargs)
+
+    def predict(self, x, *args, **kwargs):
+        self.check_id_ranges(x)
+        return super().predict(x, *args, **kwargs)
