@@ -78,8 +78,13 @@ def _concrete_numpy(value):
     elif backend == "torch":
         import torch  # lazy: the torch backend only
 
-        # CUDA tensors would cost a device sync per call: not checked.
-        if isinstance(value, torch.Tensor) and value.device.type == "cpu":
+        # CUDA tensors would cost a device sync per call, and tensor subclasses
+        # (torch.export's fake tensors) hold no values: not checked.
+        if (
+            type(value) is torch.Tensor
+            and value.device.type == "cpu"
+            and not torch.compiler.is_compiling()
+        ):
             return value.detach().numpy()
     return None
 
