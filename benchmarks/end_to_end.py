@@ -74,47 +74,45 @@ def real_texts(count):
 # === Inference ===
 
 
-def _hf_embedding_loop(model, tokenizer, texts, torch):
+def _hf_batches(tokenizer, texts):
     """What a transformers user writes: sort by length, pad each batch to its
-    longest text, mean-pool, normalize; outputs in input order."""
+    longest text (at most sentence-transformers' max_seq_length, 256); yields
+    `(index, batch)` so outputs go back in input order."""
     import numpy as np
 
     order = np.argsort([-len(text) for text in texts], kind="stable")
-    out = [None] * len(texts)
+    for first in range(0, len(texts), BATCH_SIZE):
+        index = order[first : first + BATCH_SIZE]
+        batch = tokenizer(
+            [texts[i] for i in index],
+            padding=True,
+            truncation=True,
+            max_length=256,
+            return_tensors="pt",
+        )
+        yield index, batch
+
+
+def _hf_embedding_loop(model, tokenizer, texts, torch):
+    """Length-sorted dynamic padding, mean-pool, normalize; input order."""
+    import numpy as np
+
+    out = np.zeros((len(texts), model.config.hidden_size), "float32")
     with torch.inference_mode():
-        for first in range(0, len(texts), BATCH_SIZE):
-            index = order[first : first + BATCH_SIZE]
-            batch = tokenizer(
-                [texts[i] for i in index],
-                padding=True,
-                truncation=True,
-                max_length=256,  # sentence-transformers' max_seq_length
-                return_tensors="pt",
-            )
+        for index, batch in _hf_batches(tokenizer, texts):
             hidden = model(**batch).last_hidden_state.float()
             mask = batch["attention_mask"][..., None].float()
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            for row, i in enumerate(index):
-                out[i] = pooled[row].numpy()
-    return np.stack(out)
+            out[index] = torch.nn.functional.normalize(pooled, dim=-1).numpy()
+    return out
 
 
 def _hf_classifier_loop(model, tokenizer, texts, torch):
     import numpy as np
 
-    order = np.argsort([-len(text) for text in texts], kind="stable")
     out = np.zeros((len(texts), model.config.num_labels), "float32")
     with torch.inference_mode():
-        for first in range(0, len(texts), BATCH_SIZE):
-            index = order[first : first + BATCH_SIZE]
-            batch = tokenizer(
-                [texts[i] for i in index],
-                padding=True,
-                truncation=True,
-                max_length=256,
-                return_tensors="pt",
-            )
+        for index, batch in _hf_batches(tokenizer, texts):
             out[index] = model(**batch).logits.float().numpy()
     return out
 

@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table, run_worker  # noqa: E402
@@ -21,16 +20,9 @@ SIZE = 2048
 
 
 def gflops(function, repeats=10):
-    import numpy as np
+    from kbert.export.runtimes import median_seconds
 
-    function()
-    function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return 2 * SIZE**3 / float(np.median(times)) / 1e9
+    return 2 * SIZE**3 / median_seconds(function, repeats=repeats, warmup=2) / 1e9
 
 
 def worker(library):
@@ -77,7 +69,9 @@ def main():
     print(f"CPU: {cpu_description()}")
     rows = []
     for library in ("torch", "tensorflow", "jax"):
-        for name, value in run_worker(__file__, ["--worker", library]).items():
+        for name, value in run_worker(
+            __file__, ["--worker", library], backend=library
+        ).items():
             rows.append([name, f"{value:.0f}"])
     print_table([f"{SIZE}x{SIZE} matmul", "GFLOP/s (median of 10)"], rows)
     return None
