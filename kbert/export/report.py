@@ -34,6 +34,7 @@ from kbert.export.verification_data import (
     token_features,
     verification_inputs,
 )
+from kbert.models.length_batching import predict_batches
 from kbert.utils.tables import markdown_table
 
 COLUMNS = (
@@ -293,9 +294,12 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None):
     """
     spec = export_spec(model, text_pairs)
     _, features, labels = evaluation_data(model, spec, num_examples)
-    want = keras_outputs(model, features)
+    # As users run the Keras model: length-bucketed batches (the artifacts
+    # take the fixed-length inputs their signatures declare).
+    want = model.export_outputs(model.predict_features(features))
+    want = {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in want.items()}
     accuracy, _ = _quality(spec, want, want, labels)
-    one = _row(features, 0)
+    _, one = next(predict_batches(_row(features, 0), 1, model.preprocessor.sequence_length))
     seconds = runtimes.median_seconds(
         lambda: keras.tree.map_structure(keras.ops.convert_to_numpy, forward(model, one)),
         repeats=repeats,

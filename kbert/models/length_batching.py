@@ -38,6 +38,7 @@ COARSE_BUCKET_LENGTHS = (16, 32, 64, 128, 256, 512)
 DEFAULT_BATCH_SIZE = 32
 # Hugging Face's `LengthGroupedSampler` default: 50 batches per mega-batch.
 MEGABATCH_BATCHES = 50
+TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def bucket_lengths(sequence_length, coarse=False):
@@ -139,7 +140,8 @@ def predict_batches(features, batch_size, sequence_length):
     ...  in predict_batches({"padding_mask": mask}, 2, 16)]
     [([1, 0], (2, 16)), ([2], (1, 8))]
     """
-    names = [name for name, value in features.items() if np.ndim(value) >= 2]
+    # Only the token inputs have a sequence axis (not e.g. `mask_positions`).
+    names = [name for name in TOKEN_INPUTS if name in features]
     lengths = token_lengths(features)
     order = np.argsort(-lengths, kind="stable")
     for start in range(0, len(order), batch_size):
