@@ -416,11 +416,12 @@ def report_finetune(results, seeds, train_examples):
 
     hf = results["transformers (torch, DataCollatorWithPadding)"]
     hf_accuracy = np.mean([r["accuracy"] for r in hf])
-    hf_speed = np.mean([r["examples_per_second"] for r in hf])
+    # Speed: the median over seeds (a run slowed by other jobs does not move it).
+    hf_speed = np.median([r["examples_per_second"] for r in hf])
     rows = []
     for name, runs in results.items():
         accuracy = np.array([r["accuracy"] for r in runs])
-        speed = np.mean([r["examples_per_second"] for r in runs])
+        speed = np.median([r["examples_per_second"] for r in runs])
         rows.append(
             [
                 name,
@@ -432,7 +433,7 @@ def report_finetune(results, seeds, train_examples):
         )
     print(
         f"\n## fine-tuning on raw strings: {DEMO_RECIPE}; {train_examples} training "
-        f"reviews; training seeds {seeds} (mean ± std)"
+        f"reviews; training seeds {seeds} (accuracy mean ± std, examples/s median)"
     )
     print_table(["run", "test accuracy", "points vs HF", "train examples/s", "x HF"], rows)
 

@@ -2,6 +2,7 @@
 
 import keras
 
+from kbert.optimization.in_place_adamw import InPlaceAdamW
 from kbert.optimization.schedules import WarmupLinearDecay
 
 # LayerNorm (`gamma`, `beta`) and every bias, the MLM `output_bias` included,
@@ -38,7 +39,7 @@ def bert_optimizer(
     if total_steps is not None:
         warmup_steps = min(warmup_steps, total_steps)
         schedule = WarmupLinearDecay(learning_rate, warmup_steps, total_steps)
-    classes = {"adamw": keras.optimizers.AdamW, "lamb": keras.optimizers.Lamb}
+    classes = {"adamw": InPlaceAdamW, "lamb": keras.optimizers.Lamb}
     if optimizer not in classes:
         raise ValueError(f"optimizer must be one of {sorted(classes)}; got {optimizer!r}.")
     result = classes[optimizer](
