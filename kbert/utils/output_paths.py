@@ -22,7 +22,8 @@ def check_output_path(path, kind):
     other kind; its nearest existing ancestor must be a directory (the
     missing ones are made when writing) that this process can write in,
     which is tried by making and removing a file there (permission bits
-    alone say nothing for root or on a read-only file system).
+    alone say nothing for root or on a read-only file system); so is an
+    existing directory at `path`.
 
     Example:
     >>> check_output_path("out/model.onnx", "file")
@@ -50,11 +51,17 @@ def check_output_path(path, kind):
         raise ValueError(
             f"Cannot write {shown}: {_shown(ancestor, shown)} is a file, not a directory."
         )
+    _try_writing(ancestor, absolute, shown)
+    if os.path.isdir(absolute):  # files go inside it too (a resumed run, tokenizer files)
+        _try_writing(absolute, absolute, shown)
+
+
+def _try_writing(directory, absolute, shown):
     try:
-        fd, probe = tempfile.mkstemp(prefix=owned_prefix(absolute), dir=ancestor)
+        fd, probe = tempfile.mkstemp(prefix=owned_prefix(absolute), dir=directory)
     except OSError as error:
         raise ValueError(
-            f"Cannot write {shown}: {_shown(ancestor, shown)} is not writable "
+            f"Cannot write {shown}: {_shown(directory, shown)} is not writable "
             f"({error.strerror})."
         ) from None
     os.close(fd)

@@ -42,6 +42,8 @@ def test_unwritable_parent(tmp_path):
     directory = unwritable_directory(tmp_path)
     with pytest.raises(ValueError, match=f"{directory} is not writable"):
         check_output_path(os.path.join(directory, "out", "preset"), "directory")
+    with pytest.raises(ValueError, match=f"Cannot write {directory}: .* is not writable"):
+        check_output_path(directory, "directory")  # a run resumed in it
 
 
 def test_target_of_the_wrong_kind(tmp_path, a_file):
