@@ -20,6 +20,7 @@ from kbert.export.openvino import openvino
 from kbert.export.report import artifact_row, artifact_runtimes, keras_row, report_table
 from kbert.export.saved_model import saved_model
 from kbert.export.tflite import FLAVOURS, tflite
+from kbert.utils.output_paths import check_output_path
 
 
 def add_export_command(subparsers):
@@ -97,6 +98,8 @@ def export_command(args):
     Verified: {...}
     0
     """
+    directory = args.format in records.RECORD_FILES
+    check_output_path(args.output, "directory" if directory else "file")
     model = load_model(args.model)
     text_pairs = True if args.text_pairs else None
     if args.format == "saved_model":

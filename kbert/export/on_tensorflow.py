@@ -14,14 +14,14 @@ this module; it imports none of them.
 import importlib
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import keras
 
 from kbert.export.checks import ExportVerificationError
 from kbert.utils.atomic import atomic_directory, atomic_file
+from kbert.utils.child_process import run_child
+from kbert.utils.owned_temps import work_directory
 
 
 def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **options):
@@ -47,7 +47,7 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
     ...     directory=True)
     """
     target = atomic_directory if directory else atomic_file
-    with tempfile.TemporaryDirectory(prefix="kbert-export-") as work:
+    with work_directory("export") as work:
         keras_file = os.path.join(work, "model.keras")
         model.save(keras_file)
         with target(path) as tmp:
@@ -64,8 +64,8 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
                 json.dump(job, file)
             env = dict(os.environ, KERAS_BACKEND="tensorflow")
             env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-            result = subprocess.run(
-                [sys.executable, "-m", "kbert.export.on_tensorflow", job_path],
+            result = run_child(
+                ["-m", "kbert.export.on_tensorflow", job_path],
                 env=env,
                 capture_output=True,
                 text=True,

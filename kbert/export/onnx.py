@@ -32,6 +32,7 @@ from kbert.export.runtimes import OnnxRunner
 from kbert.export.spec import export_spec, forward, keras_outputs
 from kbert.export.verification_data import verification_data
 from kbert.utils.atomic import atomic_file
+from kbert.utils.output_paths import check_output_path
 
 DEFAULT_OPSET = 18
 MIN_OPSET = 17
@@ -90,6 +91,7 @@ def onnx(
     >>> record["quantization"], record["quantized"]["agreement"]["kind"]
     ('dynamic_int8', 'argmax')
     """
+    check_output_path(path, "file")
     if opset < MIN_OPSET:
         raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
     if quantization not in QUANTIZATIONS and not isinstance(

@@ -25,7 +25,6 @@ MinMax/entropy calibration, QOperator, MatMulNBits) it was chosen from.
 
 import dataclasses
 import os
-import tempfile
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from kbert.export.verification_data import (
     token_features,
     verification_inputs,
 )
+from kbert.utils.owned_temps import work_directory
 
 QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
 CALIBRATION_TEXTS = 256
@@ -216,7 +216,7 @@ def quantize_onnx(float_path, path, recipe, feeds=None):
         "channels": int(sum(outliers.values())),
     }
     summary["float_matmuls"] = len(keep_float)
-    with tempfile.TemporaryDirectory(prefix="kbert-quantize-") as work:
+    with work_directory("quantize") as work:
         source = os.path.join(work, "float.onnx")
         onnx.save(proto, source)
         if recipe.method == "dynamic":

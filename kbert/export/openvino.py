@@ -11,7 +11,6 @@ CPU has AVX512_BF16 or AMX) by prediction agreement on held-out reviews.
 """
 
 import os
-import tempfile
 
 from kbert.export import agreement, checks
 from kbert.export.onnx import onnx as export_onnx
@@ -20,6 +19,8 @@ from kbert.export.runtimes import OpenVinoRunner
 from kbert.export.spec import export_spec, keras_outputs
 from kbert.export.verification_data import verification_data
 from kbert.utils.atomic import atomic_directory
+from kbert.utils.output_paths import check_output_path
+from kbert.utils.owned_temps import work_directory
 
 
 def openvino(model, path, source=None, min_agreement=agreement.DEFAULT_MIN_AGREEMENT):
@@ -42,10 +43,11 @@ def openvino(model, path, source=None, min_agreement=agreement.DEFAULT_MIN_AGREE
     >>> sorted(os.listdir("out/classifier_ov"))
     ['kbert_export.json', 'openvino_model.bin', 'openvino_model.xml']
     """
+    check_output_path(path, "directory")
     import openvino as ov  # lazy: an optional runtime, only for this format
 
     spec = export_spec(model)
-    with tempfile.TemporaryDirectory(prefix="kbert-openvino-") as work:
+    with work_directory("openvino") as work:
         onnx_path = os.path.join(work, "model.onnx")
         onnx_record = export_onnx(model, onnx_path)
         with atomic_directory(path) as tmp:

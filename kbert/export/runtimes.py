@@ -16,12 +16,12 @@ output name.
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 
 import numpy as np
+
+from kbert.utils.child_process import run_child
+from kbert.utils.owned_temps import work_directory
 
 SERVING_SCRIPT = os.path.join(os.path.dirname(__file__), "serving_process.py")
 
@@ -54,7 +54,7 @@ def run_saved_model(directory, runs, repeats=0):
     """
     if isinstance(repeats, int):
         repeats = [repeats] * len(runs)
-    with tempfile.TemporaryDirectory(prefix="kbert-serving-") as tmp:
+    with work_directory("serving") as tmp:
         job = {"directory": os.path.abspath(directory), "runs": []}
         for i, (signature, feeds) in enumerate(runs):
             inputs = os.path.join(tmp, f"in{i}.npz")
@@ -72,8 +72,8 @@ def run_saved_model(directory, runs, repeats=0):
             json.dump(job, file)
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         env.pop("KERAS_BACKEND", None)
-        result = subprocess.run(
-            [sys.executable, SERVING_SCRIPT, job_path],
+        result = run_child(
+            [SERVING_SCRIPT, job_path],
             env=env,
             capture_output=True,
             text=True,

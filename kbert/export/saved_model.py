@@ -25,6 +25,7 @@ from kbert.export.spec import export_spec, forward, keras_outputs, token_input_s
 from kbert.export.text_graph import text_features
 from kbert.export.verification_data import texts_to_features, verification_data
 from kbert.utils.atomic import atomic_directory
+from kbert.utils.output_paths import check_output_path
 
 TEXT_SIGNATURE = "serving_default"
 TOKEN_SIGNATURE = "serve_token_ids"
@@ -85,6 +86,7 @@ def saved_model(model, path, text_pairs=None, source=None):
     >>> # TF Serving: POST /v1/models/classifier:predict
     >>> #   {"instances": [{"text": "A fine film."}]}
     """
+    check_output_path(path, "directory")
     spec = export_spec(model, text_pairs)
     if keras.backend.backend() != "tensorflow":
         return export_on_tensorflow(

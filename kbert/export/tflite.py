@@ -23,8 +23,6 @@ silently drop the weights, which is why every artifact is run and compared
 before it is kept.
 """
 
-import tempfile
-
 import keras
 import numpy as np
 
@@ -39,6 +37,8 @@ from kbert.export.tflite_inputs import MEDIAPIPE_INPUTS, probe_inputs, tflite_pr
 from kbert.export.tflite_verification import verify_tflite
 from kbert.export.verification_data import pad_to, representative_texts, texts_to_features
 from kbert.utils.atomic import atomic_file
+from kbert.utils.output_paths import check_output_path
+from kbert.utils.owned_temps import work_directory
 
 FLAVOURS = ("string", "token_ids", "mediapipe")
 QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
@@ -123,6 +123,7 @@ def tflite(
     (['text'], 'ai_edge_litert + tensorflow-text TFLite ops (...)')
     >>> # Android apps: flavour="mediapipe"; smaller: quantization="dynamic_int8"
     """
+    check_output_path(path, "file")
     if flavour not in FLAVOURS:
         raise ValueError(f"flavour must be one of {FLAVOURS}; got {flavour!r}.")
     if quantization not in QUANTIZATIONS:
@@ -296,7 +297,7 @@ def convert(model, spec, options):
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint("serving_default", function, input_signature=[signature])
-    with tempfile.TemporaryDirectory(prefix="kbert-tflite-") as work:
+    with work_directory("tflite") as work:
         archive.write_out(work, verbose=False)
         converter = tf.lite.TFLiteConverter.from_saved_model(work)
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]

@@ -9,6 +9,7 @@ from kbert.finetuning.classifier_training import build_classifier, train_classif
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_training_curve
 from kbert.finetuning.table_files import encode_labels, read_examples
+from kbert.utils.output_paths import check_output_path
 
 
 def finetune_on_files(
@@ -37,6 +38,7 @@ def finetune_on_files(
     >>> results = finetune_on_files("reviews.csv", "out/finetune",  # doctest: +SKIP
     ...     text_column="review", label_column="sentiment")
     """
+    check_output_path(out, "directory")
     recipe = recipe or FinetuneRecipe()
     columns = dict(
         text_column=text_column, label_column=label_column, pair_column=pair_column

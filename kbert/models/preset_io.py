@@ -11,6 +11,8 @@ these declarations, so the models cannot import it. Importing
 `use_preset_formats`.
 """
 
+from kbert.utils.output_paths import check_output_path
+
 _preset_formats = {}
 
 
@@ -100,4 +102,5 @@ class PresetMixin:
         >>> kbert.BertBackbone.from_preset("out/backbone").num_layers
         2
         """
+        check_output_path(directory, "directory")
         _preset_format("save")(self, directory)

@@ -6,6 +6,7 @@ from kbert.preprocessing import hf_tokenizer_files, packer
 from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_backend
 from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.sources import resolve_source
+from kbert.utils.output_paths import check_output_path
 
 
 def _is_segment_list(x):
@@ -202,6 +203,7 @@ class BertPreprocessor(PreprocessingLayer):
 
     def save_to_preset(self, directory):
         """Write the tokenizer files and `preprocessor_config.json`."""
+        check_output_path(directory, "directory")
         self.tokenizer.save_to_preset(directory)
         hf_tokenizer_files.write_preprocessor_config(
             directory,

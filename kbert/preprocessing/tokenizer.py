@@ -19,6 +19,7 @@ from kbert.preprocessing.vocabulary import (
     save_vocabulary,
 )
 from kbert.sources import resolve_source
+from kbert.utils.output_paths import check_output_path
 
 NORMALIZATIONS = ("exact", "tflite")
 
@@ -350,6 +351,7 @@ class BertTokenizer(PreprocessingLayer):
 
     def save_to_preset(self, directory):
         """Write `vocab.txt` and an HF-style `tokenizer_config.json`."""
+        check_output_path(directory, "directory")
         self._require_vocabulary()
         hf_tokenizer_files.write_tokenizer_files(
             directory, self._vocabulary, self.lowercase, self.strip_accents

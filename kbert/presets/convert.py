@@ -5,6 +5,7 @@ from kbert.presets.formats import detect_task
 from kbert.presets.hf_save import save_hf
 from kbert.presets.weight_map import progress_bar
 from kbert.sources import resolve_source
+from kbert.utils.output_paths import check_output_path
 
 OUTPUT_FORMATS = ("kbert", "hf")
 
@@ -25,6 +26,7 @@ def convert(source, destination, to="kbert", task="auto", weights_only=False, **
     """
     if to not in OUTPUT_FORMATS:
         raise ValueError(f"to must be one of {OUTPUT_FORMATS}; got {to!r}.")
+    check_output_path(destination, "directory")
     directory = resolve_source(source)
     if task == "auto":
         task = detect_task(directory)

@@ -12,6 +12,7 @@ from kbert.presets.huggingface import bind_hf_weights
 from kbert.presets.sentence_transformers_files import write_sentence_transformers_files
 from kbert.presets.weight_map import export_weights
 from kbert.utils.atomic import atomic_directory
+from kbert.utils.output_paths import check_output_path
 
 
 def save_hf(model, directory):
@@ -31,6 +32,7 @@ def save_hf(model, directory):
     >>> transformers.BertForSequenceClassification.from_pretrained("out/hf").num_labels
     2
     """
+    check_output_path(directory, "directory")
     tensors = export_weights(bind_hf_weights(model, model.hf_heads, model.hf_pooler))
     prefixed = model.hf_architecture != "BertModel"
     tensors = {stored_name(name, prefixed): value for name, value in tensors.items()}

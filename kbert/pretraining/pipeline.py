@@ -36,6 +36,7 @@ from kbert.pretraining.evaluation import majority_baseline
 from kbert.pretraining.learning_curve import plot_learning_curve
 from kbert.pretraining.training import METRICS_FILE, pretrain
 from kbert.utils.atomic import atomic_directory, atomic_file
+from kbert.utils.output_paths import check_output_path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +106,7 @@ def run_pretraining(config):
     >>> results = run_pretraining(PretrainingConfig(  # doctest: +SKIP
     ...     corpus=["wikipedia"], output="out/wiki", steps=2000))
     """
+    check_output_path(config.output, "directory")
     started = time.time()
     os.makedirs(config.output, exist_ok=True)
     results = _pretrain(config)

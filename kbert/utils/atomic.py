@@ -1,15 +1,52 @@
-"""Atomic writes: an artifact appears whole at its path or not at all."""
+"""Atomic writes: an artifact appears whole at its path or not at all.
+
+The temporary names carry the writer's pid (`kbert.utils.owned_temps`), and
+every write first sweeps those that a killed writer left beside its target.
+What appears at the path has the permissions the user's umask gives
+(library writers such as `mkstemp` or safetensors may make files private).
+"""
 
 import contextlib
 import os
 import shutil
 import tempfile
 
+from kbert.utils.output_paths import check_output_path
+from kbert.utils.owned_temps import owned_prefix, sweep_beside
+
 
 def _umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def follow_umask(path):
+    """Gives `path` (and all under it) the modes the umask gives new files.
+
+    Files get `0o666 & ~umask` (`0o777` for executables), directories
+    `0o777 & ~umask`.
+
+    Example:
+    >>> follow_umask("out/preset")
+    """
+    umask = _umask()
+
+    def fix(target, directory):
+        executable = directory or os.stat(target).st_mode & 0o111
+        os.chmod(target, (0o777 if executable else 0o666) & ~umask)
+
+    if os.path.isdir(path) and not os.path.islink(path):
+        for root, directories, files in os.walk(path):
+            for name in files:
+                if not os.path.islink(os.path.join(root, name)):
+                    fix(os.path.join(root, name), False)
+            for name in directories:
+                if not os.path.islink(os.path.join(root, name)):
+                    fix(os.path.join(root, name), True)
+        fix(path, True)
+    elif os.path.isfile(path):
+        fix(path, False)
 
 
 @contextlib.contextmanager
@@ -24,18 +61,20 @@ def atomic_directory(path):
     >>> os.listdir("out/preset")
     ['config.json']
     """
+    check_output_path(path, "directory")
     path = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(path)
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=os.path.basename(path) + ".tmp-", dir=parent)
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private (0700)
+    sweep_beside(path)
+    tmp = tempfile.mkdtemp(prefix=owned_prefix(path), dir=parent)
     try:
         yield tmp
+        follow_umask(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if os.path.exists(path):
-        old = tempfile.mkdtemp(prefix=os.path.basename(path) + ".old-", dir=parent)
+        old = tempfile.mkdtemp(prefix=owned_prefix(path, "old"), dir=parent)
         os.rename(path, os.path.join(old, "previous"))
         os.rename(tmp, path)
         shutil.rmtree(old, ignore_errors=True)
@@ -53,15 +92,15 @@ def atomic_file(path):
     >>> np.load("out/embeddings.npy").shape
     (3,)
     """
+    check_output_path(path, "file")
     path = os.path.abspath(os.fspath(path))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=os.path.basename(path) + ".tmp-", dir=os.path.dirname(path)
-    )
+    sweep_beside(path)
+    fd, tmp = tempfile.mkstemp(prefix=owned_prefix(path), dir=os.path.dirname(path))
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private (0600)
     try:
         yield tmp
+        follow_umask(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

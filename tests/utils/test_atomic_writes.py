@@ -47,3 +47,34 @@ def test_atomic_directory_replaces_only_on_success(tmp_path):
         open(os.path.join(tmp, "c.json"), "w").close()
     assert os.listdir(path) == ["c.json"]
     assert os.listdir(tmp_path) == ["preset"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002])
+def test_written_files_follow_the_umask(tmp_path, umask):
+    # safetensors and mkstemp make their files 0600; kbert's follow the umask.
+    import kbert
+    from tests.export.export_helpers import tiny_model
+
+    model = tiny_model(num_classes=2)
+    previous = os.umask(umask)
+    try:
+        kbert.save_hf(model, tmp_path / "hf")
+        model.save_to_preset(tmp_path / "preset")
+        with atomic_file(tmp_path / "embeddings.npy") as tmp, open(tmp, "wb") as file:
+            file.write(b"\x93NUMPY")
+    finally:
+        os.umask(previous)
+    files = [tmp_path / "embeddings.npy"]
+    directories = [tmp_path / "hf", tmp_path / "preset"]
+    for top in directories[:]:
+        for directory, folders, names in os.walk(top):
+            files += [os.path.join(directory, name) for name in names]
+            directories += [os.path.join(directory, name) for name in folders]
+    assert "model.safetensors" in os.listdir(tmp_path / "hf")
+    assert len(files) > 8
+    assert {path: oct(os.stat(path).st_mode & 0o777) for path in files} == {
+        path: oct(0o666 & ~umask) for path in files
+    }
+    assert {path: oct(os.stat(path).st_mode & 0o777) for path in directories} == {
+        path: oct(0o777 & ~umask) for path in directories
+    }
