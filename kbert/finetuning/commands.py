@@ -32,7 +32,7 @@ def add_finetune_command(subparsers):
 
     Example:
     >>> parser = argparse.ArgumentParser(prog="kbert")
-    >>> add_finetune_command(parser.add_subparsers())
+    >>> _ = add_finetune_command(parser.add_subparsers())
     >>> parser.parse_args(["finetune", "train.csv"]).learning_rate == RECIPE.learning_rate
     True
     """

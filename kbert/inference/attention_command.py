@@ -11,7 +11,7 @@ def add_attention_command(subparsers):
 
     Example:
     >>> parser = argparse.ArgumentParser(prog="kbert")
-    >>> add_attention_command(parser.add_subparsers())
+    >>> _ = add_attention_command(parser.add_subparsers())
     >>> parser.parse_args(["attention", "m", "Hi there", "-o", "a.png"]).layer
     -1
     """

@@ -2,6 +2,7 @@
 
 import argparse
 
+import keras
 import numpy as np
 import pytest
 
@@ -57,7 +58,7 @@ def test_attention_command_writes_a_labelled_heat_map(tmp_path, tiny_preset, cap
         "segment_ids": np.zeros((1, n), "int32"),
         "padding_mask": np.ones((1, n), "int32"),
     }
-    expected = [np.asarray(a)[0] for a in backbone(features)["attentions"]]
+    expected = [keras.ops.convert_to_numpy(a)[0] for a in backbone(features)["attentions"]]
     np.testing.assert_allclose(attentions, np.stack(expected), atol=1e-6)
     np.testing.assert_allclose(attentions.sum(-1), 1.0, atol=1e-5)
 
