@@ -15,6 +15,7 @@ import sys
 
 from kbert.export.commands import add_export_command, add_verify_command
 from kbert.finetuning.commands import add_finetune_command
+from kbert.inference.attention_command import add_attention_command
 from kbert.inference.embed_command import add_embed_command
 from kbert.models import task_names
 from kbert.presets.convert import OUTPUT_FORMATS
@@ -130,6 +131,7 @@ COMMANDS = (
     add_verify_command,
     add_pretrain_command,
     add_fill_mask_command,
+    add_attention_command,
 )
 
 

@@ -7,7 +7,9 @@ OpenVINO). For each artifact and runtime: its size, the runtime it ran on, the
 largest difference from the Keras model's outputs, task accuracy on held-out
 Rotten Tomatoes reviews (two-class classifiers; other tasks report agreement
 with Keras only) and the batch-1 latency. A Keras row gives the float32
-baseline.
+baseline. Below the table, each artifact that tokenizes on its own (TFLite
+`"string"`, MediaPipe) gets a line on how its tokenizer reads accented and
+mobile-style text (`kbert.export.tokenizer_divergence`).
 """
 
 import importlib.util
@@ -24,10 +26,12 @@ from kbert.export.spec import export_spec, forward, keras_outputs
 from kbert.export.tflite_inputs import (
     MEDIAPIPE_INPUTS,
     MEDIAPIPE_OUTPUTS,
+    deployment_preprocessor,
     run_rows,
     run_tokens,
     tflite_preprocessor,
 )
+from kbert.export.tokenizer_divergence import describe, tokenizer_divergence
 from kbert.export.verification_data import (
     labelled_texts,
     texts_to_features,
@@ -273,7 +277,7 @@ def artifact_row(artifact, model=None, num_examples=200, repeats=20, runtime=Non
         description += f" {record.get('flavour')} {record.get('quantization') or 'float32'}"
     elif kind == "onnx" and record.get("quantization"):
         description += f" {record['quantization']}"
-    return {
+    row = {
         "artifact": _artifact_name(artifact),
         "format": description,
         "size MB": artifact_size(artifact) / 1e6,
@@ -283,6 +287,15 @@ def artifact_row(artifact, model=None, num_examples=200, repeats=20, runtime=Non
         "agreement": agreement,
         "latency ms": seconds * 1e3,
     }
+    if kind == "tflite" and record.get("flavour") in ("string", "mediapipe"):
+        deployment, name = deployment_preprocessor(
+            model.preprocessor, record["flavour"], record.get("sequence_length")
+        )
+        divergence = tokenizer_divergence(
+            model.preprocessor.tokenizer, deployment.tokenizer, name
+        )
+        row["tokenizer"] = describe(divergence)
+    return row
 
 
 def keras_row(model, num_examples=200, repeats=20, text_pairs=None):
@@ -337,4 +350,13 @@ def report_table(rows):
             return f"{value:.2f}"
         return str(value)
 
-    return markdown_table(COLUMNS, [[cell(k, row.get(k)) for k in COLUMNS] for row in rows])
+    table = markdown_table(
+        COLUMNS, [[cell(k, row.get(k)) for k in COLUMNS] for row in rows]
+    )
+    # Artifacts that tokenize on their own: how they read accented/mobile text.
+    notes = [
+        f"{row['artifact']} ({row['runtime']}) tokenizer: {row['tokenizer']}"
+        for row in rows
+        if row.get("tokenizer")
+    ]
+    return "\n".join([table, *notes])

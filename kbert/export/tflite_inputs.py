@@ -61,6 +61,50 @@ def tflite_preprocessor(preprocessor, sequence_length=None):
     )
 
 
+def mediapipe_preprocessor(preprocessor):
+    """A preprocessor that tokenizes as MediaPipe's `TextClassifier` does.
+
+    MediaPipe's WordPiece tokenizer lowercases but keeps accents (`café`
+    stays `café`, where uncased BERT says `cafe`): the tokenizer's
+    `normalization="mediapipe"`; measured on accented, Greek, CJK, ligature
+    and full-width text, and on `DIVERGENCE_TEXTS` at every export.
+
+    Example:
+    >>> mediapipe_preprocessor(preprocessor).tokenizer.strip_accents
+    False
+    """
+    tokenizer = preprocessor.tokenizer
+    return BertPreprocessor(
+        BertTokenizer(
+            tokenizer.get_vocabulary(),
+            normalization="mediapipe",
+            max_input_chars_per_word=tokenizer.max_input_chars_per_word,
+        ),
+        sequence_length=preprocessor.sequence_length,
+        truncation=preprocessor.truncation,
+    )
+
+
+def deployment_preprocessor(preprocessor, flavour, sequence_length=None):
+    """`(preprocessor, name)`: how a flavour's app tokenizes, and who does it.
+
+    `"string"`: the tf-text tokenizer inside the file; `"mediapipe"`:
+    MediaPipe's own; `"token_ids"`: the app's, i.e. the model's.
+
+    Example:
+    >>> deployment_preprocessor(preprocessor, "mediapipe")[1]
+    'MediaPipe'
+    """
+    if flavour == "string":
+        return (
+            tflite_preprocessor(preprocessor, sequence_length),
+            "TFLite (tf-text FastBertTokenizer)",
+        )
+    if flavour == "mediapipe":
+        return mediapipe_preprocessor(preprocessor), "MediaPipe"
+    return preprocessor, "the app (token ids in)"
+
+
 def run_rows(runner, feeds):
     """Runs a batch, one row at a time when the file has a static batch of 1.
 

@@ -8,8 +8,19 @@ from kbert.export.runtimes import MediaPipeClassifierRunner, TFLiteRunner
 from kbert.export.spec import keras_outputs
 from kbert.export.tflite_agreement import tflite_agreement
 from kbert.export.tflite_flatbuffer import associated_files
-from kbert.export.tflite_inputs import run_rows, run_tokens, tflite_preprocessor
+from kbert.export.tflite_inputs import (
+    deployment_preprocessor,
+    mediapipe_preprocessor,
+    run_rows,
+    run_tokens,
+    tflite_preprocessor,
+)
 from kbert.export.tflite_metadata import read_metadata
+from kbert.export.tokenizer_divergence import (
+    DIVERGENCE_TEXTS,
+    tokenizer_divergence,
+    warn_on_divergence,
+)
 from kbert.export.verification_data import (
     source,
     texts_to_features,
@@ -17,8 +28,6 @@ from kbert.export.verification_data import (
     verification_inputs,
     verification_texts,
 )
-from kbert.preprocessing.preprocessor import BertPreprocessor
-from kbert.preprocessing.tokenizer import BertTokenizer
 
 
 def tolerance(quantization, override=None):
@@ -59,6 +68,9 @@ def verify_tflite(model, spec, path, options):
         summary.update(
             _verify_string(model, spec, runner, options, bound, relative, context)
         )
+        summary["tokenizer_divergence"] = _divergence(
+            model, spec, path, options, bound, relative
+        )
         return _with_agreement(summary, model, spec, path, options)
     data = verification_data(model, spec)
     diffs = {}
@@ -79,6 +91,9 @@ def verify_tflite(model, spec, path, options):
         summary["metadata"] = _check_metadata(path, spec)
         if spec.task == "classifier":
             summary["mediapipe"] = _verify_mediapipe(model, spec, path, bound, relative)
+        summary["tokenizer_divergence"] = _divergence(
+            model, spec, path, options, bound, relative
+        )
     return _with_agreement(summary, model, spec, path, options)
 
 
@@ -88,6 +103,55 @@ def _with_agreement(summary, model, spec, path, options):
         minimum = options.get("min_agreement", DEFAULT_MIN_AGREEMENT)
         summary["agreement"] = tflite_agreement(model, spec, path, options, minimum)
     return summary
+
+
+# What makes the deployment tokenizer and the model's agree, per flavour.
+REMEDIES = {
+    "mediapipe": 'Fine-tune with normalization="mediapipe" (kbert finetune '
+    "--normalization mediapipe) to train as the app serves.",
+    "string": 'Fine-tune with normalization="tflite" (kbert finetune '
+    "--normalization tflite) to train as the app serves.",
+}
+
+
+def _divergence(model, spec, path, options, bound, relative):
+    """Tokenizer divergence on `DIVERGENCE_TEXTS`, warned about when present.
+
+    The runtime itself (MediaPipe's `TextClassifier`; the string file on
+    LiteRT) is run on those texts too, and must match Keras on the
+    deployment tokenizer's ids, so the divergence measured is the one the
+    app has; `max_abs_diff_vs_model_tokenizer` is what it does to outputs.
+    """
+    flavour = options["flavour"]
+    own = model.preprocessor
+    deployment, name = deployment_preprocessor(own, flavour, options["sequence_length"])
+    entry = tokenizer_divergence(own.tokenizer, deployment.tokenizer, name)
+    texts = list(DIVERGENCE_TEXTS)
+    got = None
+    if flavour == "mediapipe" and spec.task == "classifier":
+        classifier = MediaPipeClassifierRunner(path)
+        try:
+            got, _ = classifier(texts)
+        finally:
+            classifier.close()
+    elif flavour == "string" and len(spec.text_inputs) == 1:
+        feeds = {spec.text_inputs[0]: np.array(texts, dtype=object)}
+        got = run_rows(TFLiteRunner(path), feeds)
+    if got is not None:
+        inputs = {spec.text_inputs[0]: texts}
+        served, _ = texts_to_features(deployment, spec, inputs)
+        got = {k: v for k, v in got.items() if k in spec.output_names}
+        want = {k: v for k, v in keras_outputs(model, served).items() if k in got}
+        entry["max_abs_diff"] = checks.check_close(
+            got, want, bound, f"{name} on accented/mobile text", relative=relative
+        )
+        trained, _ = texts_to_features(own, spec, inputs)
+        want = {k: v for k, v in keras_outputs(model, trained).items() if k in got}
+        entry["max_abs_diff_vs_model_tokenizer"] = {
+            k: float(np.max(np.abs(got[k] - want[k]))) for k in got
+        }
+    warn_on_divergence(entry, REMEDIES[flavour])
+    return entry
 
 
 def _argmax_agreement(got, want):
@@ -136,30 +200,6 @@ def _check_metadata(path, spec):
             f"MediaPipe metadata names inputs {inputs} and files {files}."
         )
     return {"inputs": inputs, "outputs": outputs, "files": files}
-
-
-def mediapipe_preprocessor(preprocessor):
-    """A preprocessor that tokenizes as MediaPipe's `TextClassifier` does.
-
-    MediaPipe's WordPiece tokenizer lowercases but keeps accents (`café`
-    stays `café`, where uncased BERT says `cafe`); measured on accented,
-    Greek, CJK, ligature and full-width text.
-
-    Example:
-    >>> mediapipe_preprocessor(classifier.preprocessor).tokenizer.strip_accents
-    False
-    """
-    tokenizer = preprocessor.tokenizer
-    return BertPreprocessor(
-        BertTokenizer(
-            tokenizer.get_vocabulary(),
-            lowercase=True,
-            strip_accents=False,
-            max_input_chars_per_word=tokenizer.max_input_chars_per_word,
-        ),
-        sequence_length=preprocessor.sequence_length,
-        truncation=preprocessor.truncation,
-    )
 
 
 def _verify_mediapipe(model, spec, path, bound, relative):

@@ -5,17 +5,20 @@ import time
 import keras
 import numpy as np
 
+from kbert.finetuning.metrics import classification_report, confusion_matrix, cross_entropy
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.models.classifier import BertClassifier
 from kbert.optimization.optimizers import bert_optimizer
 
 
 class LossHistory(keras.callbacks.Callback):
-    """Records the running training loss after every step (for the curve)."""
+    """Records the running training loss after every step and, per epoch,
+    the validation loss at the step it was measured (for the curves)."""
 
     def __init__(self):
         super().__init__()
         self.steps, self.losses = [], []
+        self.validation_steps, self.validation_losses = [], []
 
     def on_train_batch_end(self, batch, logs=None):
         self.steps.append(len(self.steps) + 1)
@@ -41,6 +44,7 @@ def build_classifier(recipe, num_classes, num_examples, id2label=None, pair=Fals
         num_classes=num_classes,
         id2label=id2label,
         sequence_length=recipe.sequence_length,
+        normalization=recipe.normalization,
     )
     if model.preprocessor is None:
         raise ValueError(f"Preset {recipe.preset!r} has no vocabulary to tokenize texts.")
@@ -54,11 +58,37 @@ def _take(x, index):
     return [x[i] for i in index]
 
 
+def evaluate_classifier(model, x, labels, batch_size=64):
+    """`(metrics, predictions)` of a single-label classifier on `(x, labels)`.
+
+    `metrics`: cross-entropy `loss`, `accuracy` and `macro_f1`.
+
+    Example:
+    >>> metrics, predictions = evaluate_classifier(classifier, ["A fine film."], [1])
+    >>> sorted(metrics), predictions.shape
+    (['accuracy', 'loss', 'macro_f1'], (1,))
+    """
+    labels = np.asarray(labels)
+    logits = model.predict(x, batch_size=batch_size, verbose=0)
+    predictions = np.argmax(logits, axis=-1)
+    matrix = confusion_matrix(labels, predictions, logits.shape[-1])
+    report = classification_report(matrix, range(logits.shape[-1]))
+    metrics = {
+        "loss": cross_entropy(logits, labels),
+        "accuracy": float(np.mean(predictions == labels)),
+        "macro_f1": report["macro"]["f1"],
+    }
+    return metrics, predictions
+
+
 def train_classifier(model, recipe, train, validation=None, verbose=1):
     """Runs `recipe.epochs` epochs of `fit`, each in the recipe's data order.
 
     `train` and `validation` are `(x, labels)`; x is a list of texts or a
-    tuple of two lists (pairs). Returns `(history, loss_curve, seconds)`.
+    tuple of two lists (pairs). After each epoch the validation set (if any)
+    is evaluated (`evaluate_classifier`: `val_loss`, `val_accuracy`,
+    `val_macro_f1` in the history) and, with `verbose`, one line per epoch is
+    printed. Returns `(history, loss_curve, seconds)`.
     """
     x, y = train
     y = np.asarray(y)
@@ -74,15 +104,32 @@ def train_classifier(model, recipe, train, validation=None, verbose=1):
             shuffle=False,
             epochs=epoch + 1,
             initial_epoch=epoch,
-            validation_data=None
-            if validation is None
-            else (validation[0], np.asarray(validation[1])),
             callbacks=[curve],
             verbose=verbose,
         )
         for key, values in result.history.items():
             history.setdefault(key, []).extend(values)
+        loss = history["loss"][-1]
+        line = f"Epoch {epoch + 1}/{recipe.epochs} done: training loss {loss:.4f}"
+        if validation is not None:
+            metrics, _ = evaluate_classifier(model, validation[0], validation[1])
+            for key, value in metrics.items():
+                history.setdefault(f"val_{key}", []).append(value)
+            curve.validation_steps.append(len(curve.steps))
+            curve.validation_losses.append(metrics["loss"])
+            line += (
+                f"; validation loss {metrics['loss']:.4f}, accuracy "
+                f"{metrics['accuracy']:.4f}, macro F1 {metrics['macro_f1']:.4f}"
+            )
+        if verbose:
+            print(line, flush=True)
     return history, curve, time.perf_counter() - start
 
 
-__all__ = ["FinetuneRecipe", "build_classifier", "train_classifier", "LossHistory"]
+__all__ = [
+    "FinetuneRecipe",
+    "build_classifier",
+    "train_classifier",
+    "evaluate_classifier",
+    "LossHistory",
+]

@@ -1,13 +1,17 @@
 """Fine-tuning a classifier on the user's own CSV or JSONL files (`kbert finetune`)."""
 
+import dataclasses
 import json
 import os
 
-import numpy as np
-
-from kbert.finetuning.classifier_training import build_classifier, train_classifier
+from kbert.finetuning.classifier_training import (
+    build_classifier,
+    evaluate_classifier,
+    train_classifier,
+)
+from kbert.finetuning.metrics import classification_report, confusion_matrix, report_table
 from kbert.finetuning.recipe import FinetuneRecipe
-from kbert.finetuning.report import save_training_curve
+from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.finetuning.table_files import encode_labels, read_examples
 from kbert.utils.output_paths import check_output_path
 
@@ -22,16 +26,21 @@ def finetune_on_files(
     pair_column=None,
     labels=None,
     recipe=None,
+    verbose=1,
 ):
     """Fine-tunes `BertClassifier.from_preset(recipe.preset)` on labelled files.
 
     Reads `train` (and `validation`, `test`: same columns), trains with
-    `recipe`, and writes under `out`: the fine-tuned preset (`out/preset`),
-    `training_curve.png` and `results.json`. `labels` fixes the label names
-    and their order (default: the sorted values in `train`); `recipe`
-    defaults to `FinetuneRecipe()`. Returns the
-    results: labels, training seconds, the history and, with a test file,
-    its accuracy.
+    `recipe` (validation metrics after each epoch), evaluates on the test
+    file (else the validation file, else the training file) and writes
+    under `out`: the fine-tuned preset (`out/preset`), `training_curve.png`
+    (training and validation loss), `confusion_matrix.png` and
+    `results.json`. `labels` fixes the label names and their order
+    (default: the sorted values in `train`); `recipe` defaults to
+    `FinetuneRecipe()`. With `verbose`, prints one line per epoch and the
+    per-class precision/recall/F1 table. Returns the results: labels, the
+    recipe, training seconds, the history, the evaluated split's metrics and
+    per-class report (`test_accuracy` with a test file), and the paths written.
 
     Example:
     >>> # Minutes of training: tests/finetuning runs it at toy size.
@@ -59,17 +68,42 @@ def finetune_on_files(
         id2label=dict(enumerate(names)),
     )
     history, curve, seconds = train_classifier(
-        model, recipe, splits["train"], splits.get("validation")
+        model, recipe, splits["train"], splits.get("validation"), verbose=verbose
     )
-    results = {"labels": names, "train_seconds": round(seconds, 1), "history": history}
-    if "test" in splits:
-        logits = model.predict(splits["test"][0], batch_size=64, verbose=0)
-        results["test_accuracy"] = float(
-            np.mean(np.argmax(logits, -1) == np.asarray(splits["test"][1]))
-        )
+    evaluated = next(split for split in ("test", "validation", "train") if split in splits)
+    metrics, predictions = evaluate_classifier(model, *splits[evaluated])
+    matrix = confusion_matrix(splits[evaluated][1], predictions, len(names))
+    report = classification_report(matrix, names)
     os.makedirs(out, exist_ok=True)
-    model.save_to_preset(os.path.join(out, "preset"))
-    save_training_curve(curve, os.path.join(out, "training_curve.png"))
-    with open(os.path.join(out, "results.json"), "w") as file:
+    paths = {
+        "preset": os.path.join(out, "preset"),
+        "results": os.path.join(out, "results.json"),
+        "training_curve": os.path.join(out, "training_curve.png"),
+        "confusion_matrix": os.path.join(out, "confusion_matrix.png"),
+    }
+    results = {
+        "labels": names,
+        "recipe": dataclasses.asdict(recipe),
+        "train_seconds": round(seconds, 1),
+        "history": history,
+        "evaluated_on": evaluated,
+        f"{evaluated}_loss": round(metrics["loss"], 4),
+        f"{evaluated}_accuracy": metrics["accuracy"],
+        "classification_report": report,
+        "confusion_matrix": matrix.tolist(),
+        "paths": paths,
+    }
+    model.save_to_preset(paths["preset"])
+    save_training_curve(curve, paths["training_curve"], "Fine-tuning loss")
+    save_confusion_matrix(
+        matrix, names, paths["confusion_matrix"], f"Confusion matrix ({evaluated} set)"
+    )
+    with open(paths["results"], "w") as file:
         json.dump(results, file, indent=2)
+    if verbose:
+        print(
+            f"\n{evaluated.capitalize()} set ({len(predictions)} examples): "
+            f"accuracy {metrics['accuracy']:.4f}, loss {metrics['loss']:.4f}"
+        )
+        print(report_table(report))
     return results

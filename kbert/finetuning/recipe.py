@@ -30,6 +30,9 @@ class FinetuneRecipe:
     weight_decay: float = 0.01
     epochs: int = 1
     seed: int = 0
+    # The tokenizer's normalization: "exact" (the checkpoint's), or the one
+    # of the runtime the model will be exported to ("mediapipe", "tflite").
+    normalization: str = "exact"
 
     def steps_per_epoch(self, num_examples):
         return math.ceil(num_examples / self.batch_size)

@@ -127,7 +127,7 @@ def run(
         "train_examples": len(train[0]),
         "train_seconds": round(seconds, 1),
         "train_examples_per_second": round(recipe.epochs * len(train[0]) / seconds, 2),
-        "validation_accuracy": history.get("val_sparse_categorical_accuracy", [None])[-1],
+        "validation_accuracy": history.get("val_accuracy", [None])[-1],
         "test_accuracy": round(test_accuracy, 4),
         "recipe": vars(recipe) if hasattr(recipe, "__dict__") else str(recipe),
     }

@@ -21,7 +21,7 @@ from kbert.preprocessing.vocabulary import (
 from kbert.sources import resolve_source
 from kbert.utils.output_paths import check_output_path
 
-NORMALIZATIONS = ("exact", "tflite")
+NORMALIZATIONS = ("exact", "tflite", "mediapipe")
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -63,6 +63,11 @@ class BertTokenizer(PreprocessingLayer):
       run with -s): 46 differ uncased, all from (1); 0 differ cased.
       Invalid UTF-8 is rejected in eager calls only (the exact mode also
       fails on it inside a graph).
+    - `"mediapipe"`: the exact mode with MediaPipe's normalization, which
+      lowercases but keeps accents (`lowercase=True, strip_accents=False`:
+      `café` stays `café` where uncased BERT reads `cafe`). Train with it
+      ("train as you serve") to make a model tokenize as the MediaPipe
+      `TextClassifier` / `TextEmbedder` it is exported to will.
 
     Offsets (`tokenize_with_offsets`) are in characters (Unicode code
     points, the indices of a Python `str`) of the input, as in `tokenizers`.
@@ -73,7 +78,7 @@ class BertTokenizer(PreprocessingLayer):
         lowercase: lowercase the text (uncased vocabularies).
         strip_accents: NFD and drop non-spacing marks; `None` follows
             `lowercase`, as in Hugging Face.
-        normalization: `"exact"` or `"tflite"`.
+        normalization: `"exact"`, `"tflite"` or `"mediapipe"`.
         max_input_chars_per_word: longer words become `[UNK]`.
 
     Example:
@@ -99,6 +104,8 @@ class BertTokenizer(PreprocessingLayer):
                 f"`normalization` must be one of {NORMALIZATIONS}; received "
                 f"{normalization!r}."
             )
+        if normalization == "mediapipe":
+            lowercase, strip_accents = True, False
         self.lowercase = bool(lowercase)
         self.strip_accents = None if strip_accents is None else bool(strip_accents)
         self.normalization = normalization
@@ -192,7 +199,7 @@ class BertTokenizer(PreprocessingLayer):
         self._require_vocabulary()
         if self._tf_tokenizer is None:
             with tf.init_scope():
-                if self.normalization == "exact":
+                if self.normalization != "tflite":
                     # Up to 4 UTF-8 bytes per character: the character limit
                     # is applied before WordPiece.
                     self._tf_tokenizer = tft.FastWordpieceTokenizer(
@@ -222,7 +229,7 @@ class BertTokenizer(PreprocessingLayer):
         import tensorflow as tf  # lazy: TF only when text is tokenized
 
         wordpiece = self._tf_wordpiece()
-        if self.normalization == "exact":
+        if self.normalization != "tflite":
             return exact_tokenization.tokenize(
                 text,
                 wordpiece,

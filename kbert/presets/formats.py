@@ -73,7 +73,12 @@ FORMATS = (
         google_task,
     ),
 )
-PREPROCESSOR_OVERRIDES = ("sequence_length", "truncation", "return_offsets")
+PREPROCESSOR_OVERRIDES = (
+    "sequence_length",
+    "truncation",
+    "return_offsets",
+    "normalization",
+)
 VOCABULARY_FILES = ("vocab.txt", "tokenizer.json")
 
 
@@ -121,8 +126,8 @@ def load_preset(cls, source, preprocessor="auto", **overrides):
     """`cls.from_preset(source, **overrides)`: builds `cls` from any format.
 
     `preprocessor="auto"` loads the one stored beside the checkpoint (none
-    for a backbone); its `sequence_length`, `truncation` and
-    `return_offsets` can be overridden here too.
+    for a backbone); its `sequence_length`, `truncation`, `return_offsets`
+    and tokenizer `normalization` can be overridden here too.
 
     Example:
     >>> load_preset(kbert.BertMaskedLM, "splade_tiny_mlm").preprocessor.sequence_length

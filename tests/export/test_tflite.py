@@ -10,8 +10,11 @@ from ai_edge_litert import interpreter as litert
 
 import kbert.export
 from kbert.export import agreement
+from kbert.export.record import read_record
+from kbert.export.report import artifact_row, report_table
 from kbert.export.runtimes import tflite_custom_ops
 from kbert.export.tflite import TF_TEXT_TFLITE_OPS
+from kbert.export.tokenizer_divergence import TokenizerDivergenceWarning, describe
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (
     features,
@@ -59,6 +62,9 @@ def test_string_flavour_runs_with_the_tf_text_registrar(tmp_path):
     for name in ("logits", "probabilities"):
         np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
     assert record["verification"]["tokenization_parity"].endswith("does")
+    divergence = record["verification"]["tokenizer_divergence"]
+    assert divergence["deployment_tokenizer"].startswith("TFLite")
+    assert divergence["max_abs_diff"]["logits"] <= 1e-4  # the file, emulated
 
 
 @on_tensorflow
@@ -86,10 +92,25 @@ def test_mediapipe_flavour_runs_in_mediapipe_text_classifier(tmp_path):
     from kbert.preprocessing import BertPreprocessor, BertTokenizer
 
     labels = {0: "rotten", 1: "fresh", 2: "plot"}
-    model = tiny_model(num_classes=3, id2label=labels)
+    model = tiny_model(num_classes=3, id2label=labels)  # uncased: strips accents
     path = str(tmp_path / "mediapipe.tflite")
-    record = kbert.export.tflite(model, path, flavour="mediapipe")
+    with pytest.warns(TokenizerDivergenceWarning) as caught:
+        record = kbert.export.tflite(model, path, flavour="mediapipe")
     assert record["verification"]["mediapipe"]["labels"] == ["rotten", "fresh", "plot"]
+    # The accented/mobile sentences: measured, stored, warned about, shown by
+    # `kbert verify` (the counts against HF: test_tokenizer_divergence.py).
+    divergence = record["verification"]["tokenizer_divergence"]
+    assert divergence["deployment_tokenizer"] == "MediaPipe"
+    assert divergence["agreement"] < 1.0 and "é" in divergence["characters"]
+    assert divergence["max_abs_diff"]["probabilities"] <= 1e-4  # MediaPipe, emulated
+    assert divergence["max_abs_diff_vs_model_tokenizer"]["probabilities"] > 1e-3
+    assert read_record(path)["verification"]["tokenizer_divergence"] == divergence
+    message = str(caught[0].message)
+    assert all(repr(c) in message for c in divergence["characters"])
+    assert 'normalization="mediapipe"' in message
+    row = artifact_row(path, model, num_examples=4, repeats=1)
+    assert row["tokenizer"] == describe(divergence)
+    assert row["tokenizer"] in report_table([row])
 
     options = text_classifier.TextClassifierOptions(
         base_options=BaseOptions(model_asset_path=path)
@@ -210,8 +231,14 @@ def test_full_int8_below_min_agreement_is_refused_with_the_reason(tmp_path, monk
 def test_tflite_from_another_backend(tmp_path):
     model = tiny_model(num_classes=2)
     path = str(tmp_path / "mediapipe.tflite")
-    record = kbert.export.tflite(model, path, flavour="mediapipe")
+    with pytest.warns(TokenizerDivergenceWarning, match="'é'"):
+        record = kbert.export.tflite(model, path, flavour="mediapipe")
     assert record["cross_backend"]["mediapipe"]["max_abs_diff"]["probabilities"] <= 1e-4
+    divergence = record["cross_backend"]["tokenizer_divergence"]
+    in_tensorflow = record["verification"]["tokenizer_divergence"]
+    for key in ("agreement", "characters", "example"):
+        assert divergence[key] == in_tensorflow[key]
+    assert divergence["agreement"] < 1.0
     row = features(model, verification_texts(2, offset=80))
     runner = _signature(path)
     got = runner(

@@ -16,38 +16,105 @@ def run(add_command, argv):
     return args.handler(args)
 
 
-def test_finetune_command_trains_and_saves_a_preset(tmp_path, tiny_preset):
-    rows = [("good fun movie", "pos"), ("dull awful plot", "neg")] * 8
+def test_finetune_command_trains_reports_and_saves_a_preset(tmp_path, tiny_preset, capsys):
+    from matplotlib.image import imread
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+    rows = [("good fun movie", "pos"), ("dull awful plot", "neg"), ("the plot", "meh")]
     train = tmp_path / "train.csv"
-    train.write_text("text,label\n" + "\n".join(f"{t},{y}" for t, y in rows))
+    train.write_text("text,label\n" + "\n".join(f"{t},{y}" for t, y in rows * 6))
     out = tmp_path / "out"
-    argv = [
-        "finetune",
-        str(train),
-        "--test",
-        str(train),
-        "--preset",
-        tiny_preset,
-        "--sequence-length",
-        "8",
-        "--batch-size",
-        "8",
-        "--epochs",
-        "2",
-        "--learning-rate",
-        "1e-3",
-        "--out",
-        str(out),
-    ]
+    argv = ["finetune", str(train), "--validation", str(train), "--test", str(train)]
+    argv += ["--preset", tiny_preset, "--sequence-length", "8", "--batch-size", "8"]
+    argv += ["--epochs", "2", "--learning-rate", "1e-3", "--out", str(out)]
     assert run(add_finetune_command, argv) == 0
+    printed = capsys.readouterr().out
     results = json.loads((out / "results.json").read_text())
-    assert results["labels"] == ["neg", "pos"]
-    assert 0.0 <= results["test_accuracy"] <= 1.0
-    assert (out / "training_curve.png").stat().st_size > 1000
+    assert results["labels"] == ["meh", "neg", "pos"]
+    assert results["recipe"]["learning_rate"] == 1e-3
+
+    # Validation metrics after each epoch: printed and in the history.
+    epochs = [line for line in printed.splitlines() if "validation loss" in line]
+    assert [line.split(":")[0] for line in epochs] == ["Epoch 1/2 done", "Epoch 2/2 done"]
+    assert len(results["history"]["val_macro_f1"]) == 2
+
+    # The per-class table against scikit-learn, on the saved model's predictions.
     model = kbert.BertClassifier.from_preset(str(out / "preset"))
-    assert model.id2label == {0: "neg", 1: "pos"}
-    logits = model.predict(["good fun movie", "dull awful plot"], verbose=0)
-    assert logits.shape == (2, 2)
+    assert model.id2label == {0: "meh", 1: "neg", 2: "pos"}
+    texts = [t for t, _ in rows * 6]
+    labels = [results["labels"].index(y) for _, y in rows * 6]
+    predicted = np.argmax(model.predict(texts, verbose=0), -1)
+    precision, recall, f1, support = precision_recall_fscore_support(
+        labels, predicted, labels=[0, 1, 2], zero_division=0
+    )
+    report = results["classification_report"]
+    for i, name in enumerate(results["labels"]):
+        got = report["classes"][name]
+        np.testing.assert_allclose(
+            [got["precision"], got["recall"], got["f1"]],
+            [precision[i], recall[i], f1[i]],
+            atol=1e-4,
+        )
+        assert got["support"] == support[i]
+        assert f"| {name}" in printed
+    assert results["confusion_matrix"] == confusion_matrix(labels, predicted).tolist()
+    assert results["test_accuracy"] == np.mean(predicted == np.array(labels))
+
+    # The PNGs exist, open, and every path is printed.
+    for name in ("training_curve", "confusion_matrix"):
+        image = imread(results["paths"][name])
+        assert image.ndim == 3 and min(image.shape[:2]) > 200
+    for path in results["paths"].values():
+        assert path in printed
+
+
+def test_finetune_help_shows_the_recipe_defaults(capsys):
+    import dataclasses
+
+    from kbert.finetuning.recipe import FinetuneRecipe
+
+    try:
+        run(add_finetune_command, ["finetune", "--help"])
+    except SystemExit:
+        pass
+    shown = " ".join(capsys.readouterr().out.split())
+    recipe = FinetuneRecipe()
+    for field in dataclasses.fields(recipe):
+        flag = "--" + field.name.replace("_", "-")
+        assert flag in shown
+        assert f"(default: {getattr(recipe, field.name)})" in shown, flag
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_finetune_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["finetune", "train.csv"])
+    assert all(
+        getattr(args, f.name) == getattr(recipe, f.name) for f in dataclasses.fields(recipe)
+    )
+
+
+def test_one_step_curve_is_drawn_as_a_point(tmp_path):
+    import matplotlib.colors
+    import matplotlib.pyplot as plt
+
+    from kbert.finetuning.classifier_training import LossHistory
+    from kbert.finetuning.report import training_curve_figure
+
+    curve = LossHistory()
+    curve.steps, curve.losses = [1], [0.7]
+    curve.validation_steps, curve.validation_losses = [1], [0.6]
+    figure = training_curve_figure(curve)
+    figure.canvas.draw()
+    pixels = np.asarray(figure.canvas.buffer_rgba())[..., :3] / 255
+    axis = figure.axes[0]
+    for line, point in zip(axis.lines, [(1, 0.7), (1, 0.6)]):
+        x, y = axis.transData.transform(point)
+        row = pixels.shape[0] - int(round(y))
+        color = np.array(matplotlib.colors.to_rgb(line.get_color()))
+        patch = pixels[row - 2 : row + 3, int(round(x)) - 2 : int(round(x)) + 3]
+        # The point is painted in its line's color (a marker, not a 0-length line).
+        assert np.min(np.abs(patch - color).sum(-1)) < 0.1, line.get_label()
+    plt.close(figure)
 
 
 def test_embed_command_matches_the_embedder(tmp_path, tiny_preset):
