@@ -4,6 +4,7 @@ import os
 
 from kbert.finetuning.file_finetuning import finetune_on_files
 from kbert.finetuning.recipe import FinetuneRecipe
+from kbert.pretraining.commands import add_cluster_arguments
 
 
 def add_finetune_command(subparsers):
@@ -30,6 +31,7 @@ def add_finetune_command(subparsers):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="out/finetune", help="output directory")
+    add_cluster_arguments(parser)
     parser.set_defaults(handler=finetune_command)
     return parser
 
@@ -54,7 +56,13 @@ def finetune_command(args):
         pair_column=args.pair_column,
         labels=args.labels.split(",") if args.labels else None,
         recipe=recipe,
+        cluster={
+            name: getattr(args, name)
+            for name in ("coordinator", "num_processes", "process_id", "multi_process")
+        },
     )
+    if results is None:
+        return 0  # not process 0 of a multi-process job: it reports
     if "test_accuracy" in results:
         print(f"Test accuracy: {results['test_accuracy']:.4f}")
     print(f"Saved the fine-tuned preset to {os.path.join(args.out, 'preset')}")

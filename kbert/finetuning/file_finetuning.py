@@ -1,14 +1,20 @@
 """Fine-tuning a classifier on the user's own CSV or JSONL files (`kbert finetune`)."""
 
+import contextlib
 import json
 import os
+import tempfile
 
+import keras
 import numpy as np
 
 from kbert.finetuning.classifier_training import build_classifier, train_classifier
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_training_curve
 from kbert.finetuning.table_files import encode_labels, read_examples
+from kbert.models.classifier import BertClassifier
+from kbert.pretraining.distribution import data_parallel
+from kbert.utils import cluster as cluster_lib
 
 
 def finetune_on_files(
@@ -21,6 +27,7 @@ def finetune_on_files(
     pair_column=None,
     labels=None,
     recipe=None,
+    cluster=None,
 ):
     """Fine-tunes `BertClassifier.from_preset(recipe.preset)` on labelled files.
 
@@ -28,15 +35,25 @@ def finetune_on_files(
     `recipe`, and writes under `out`: the fine-tuned preset (`out/preset`),
     `training_curve.png` and `results.json`. `labels` fixes the label names
     and their order (default: the sorted values in `train`); `recipe`
-    defaults to `FinetuneRecipe()`. Returns the
+    defaults to `FinetuneRecipe()`. `cluster`: the keyword arguments of
+    `kbert.utils.cluster.join_cluster` for a multi-process job. Returns the
     results: labels, training seconds, the history and, with a test file,
     its accuracy.
+
+    In a multi-process job every process runs this with the same arguments
+    and trains (data parallel) on its share of each batch
+    (`train_classifier`); whole global batches only, so the schedule counts
+    those. Process 0 writes the outputs, scores the test file with the
+    saved preset and returns the results; the others return None.
 
     Example:
     >>> # Minutes of training: tests/finetuning runs it at toy size.
     >>> results = finetune_on_files("reviews.csv", "out/finetune",  # doctest: +SKIP
     ...     text_column="review", label_column="sentiment")
     """
+    cluster_lib.join_cluster(**(cluster or {}))
+    if cluster_lib.process_count() > 1:
+        keras.distribution.set_distribution(data_parallel())
     recipe = recipe or FinetuneRecipe()
     columns = dict(
         text_column=text_column, label_column=label_column, pair_column=pair_column
@@ -50,23 +67,43 @@ def finetune_on_files(
         if path:
             split_texts, split_labels = read_examples(path, **columns)
             splits[split] = (split_texts, encode_labels(split_labels, names, path))
+    num_examples = len(splits["train"][1])
+    num_shards, _ = cluster_lib.input_shard()
+    if num_shards > 1:
+        num_examples -= num_examples % recipe.batch_size
     model = build_classifier(
         recipe,
         num_classes=len(names),
-        num_examples=len(splits["train"][1]),
+        num_examples=num_examples,
         id2label=dict(enumerate(names)),
     )
     history, curve, seconds = train_classifier(
         model, recipe, splits["train"], splits.get("validation")
     )
     results = {"labels": names, "train_seconds": round(seconds, 1), "history": history}
+    preset = os.path.join(out, "preset")
+    # Reading variables that span processes is collective: every process
+    # saves, the others into a scratch directory that is thrown away.
+    with (
+        contextlib.nullcontext(out)
+        if cluster_lib.is_chief()
+        else tempfile.TemporaryDirectory() as target
+    ):
+        os.makedirs(target, exist_ok=True)
+        model.save_to_preset(os.path.join(target, "preset"))
+    cluster_lib.barrier("fine-tuned preset saved")
+    if not cluster_lib.is_chief():
+        return None
     if "test" in splits:
+        if num_shards > 1:
+            # The trained weights span all processes; the chief alone scores
+            # the test file, with the saved preset on its own device.
+            keras.distribution.set_distribution(None)
+            model = BertClassifier.from_preset(preset)
         logits = model.predict(splits["test"][0], batch_size=64, verbose=0)
         results["test_accuracy"] = float(
             np.mean(np.argmax(logits, -1) == np.asarray(splits["test"][1]))
         )
-    os.makedirs(out, exist_ok=True)
-    model.save_to_preset(os.path.join(out, "preset"))
     save_training_curve(curve, os.path.join(out, "training_curve.png"))
     with open(os.path.join(out, "results.json"), "w") as file:
         json.dump(results, file, indent=2)
