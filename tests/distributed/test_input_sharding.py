@@ -3,6 +3,7 @@ one process (pretraining TFRecords and raw-string fine-tuning data)."""
 
 import collections
 
+import keras
 import numpy as np
 import pytest
 
@@ -10,6 +11,11 @@ from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import pretraining_dataset, read_metadata
 from kbert.utils.cluster import cluster_settings, shard_rows
 from tests.pretraining.pretraining_helpers import ToyTokenizer, synthetic_documents
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "jax",
+    reason="backend-independent (tf.data, pure Python); runs on the jax pass",
+)
 
 
 def examples(dataset):
