@@ -9,6 +9,7 @@ from kbert.finetuning.metrics import classification_report, confusion_matrix, cr
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.models.classifier import BertClassifier
 from kbert.optimization.optimizers import bert_optimizer
+from kbert.utils import cluster
 
 
 class LossHistory(keras.callbacks.Callback):
@@ -81,7 +82,18 @@ def evaluate_classifier(model, x, labels, batch_size=64):
     return metrics, predictions
 
 
-def train_classifier(model, recipe, train, validation=None, verbose=1):
+def _shard(model, x, y, order, batch_size, num_shards, shard_index):
+    """This process's rows of every global batch, preprocessed to full length:
+    length buckets are chosen per process, and all processes' parts of a
+    global batch must have one shape."""
+    rows = cluster.shard_rows(order, batch_size, num_shards, shard_index)
+    data = model.preprocess_samples(_take(x, rows), y[rows])
+    data = keras.tree.map_structure(np.asarray, data)
+    features, y, _ = keras.utils.unpack_x_y_sample_weight(data)
+    return features, y
+
+
+def train_classifier(model, recipe, train, validation=None, verbose=1, shard=None):
     """Runs `recipe.epochs` epochs of `fit`, each in the recipe's data order.
 
     `train` and `validation` are `(x, labels)`; x is a list of texts or a
@@ -89,7 +101,13 @@ def train_classifier(model, recipe, train, validation=None, verbose=1):
     is evaluated (`evaluate_classifier`: `val_loss`, `val_accuracy`,
     `val_macro_f1` in the history) and, with `verbose`, one line per epoch is
     printed. Returns `(history, loss_curve, seconds)`.
+
+    In a multi-process job (`kbert.utils.cluster`; `shard` overrides its
+    `(num_shards, shard_index)`), each process preprocesses and feeds only
+    its slice of every global batch of `recipe.batch_size`, so the job sees
+    the one-process batches; a last partial batch is left out.
     """
+    num_shards, shard_index = shard or cluster.input_shard()
     x, y = train
     y = np.asarray(y)
     curve = LossHistory()
@@ -97,10 +115,16 @@ def train_classifier(model, recipe, train, validation=None, verbose=1):
     start = time.perf_counter()
     for epoch in range(recipe.epochs):
         order = recipe.epoch_order(len(y), epoch)
+        if num_shards > 1:
+            epoch_x, epoch_y = _shard(
+                model, x, y, order, recipe.batch_size, num_shards, shard_index
+            )
+        else:
+            epoch_x, epoch_y = _take(x, order), y[order]
         result = model.fit(
-            _take(x, order),
-            y[order],
-            batch_size=recipe.batch_size,
+            epoch_x,
+            epoch_y,
+            batch_size=recipe.batch_size // num_shards,
             shuffle=False,
             epochs=epoch + 1,
             initial_epoch=epoch,

@@ -9,6 +9,7 @@ import dataclasses
 import os
 
 from kbert.finetuning.recipe import FinetuneRecipe
+from kbert.pretraining.commands import add_cluster_arguments
 
 RECIPE = FinetuneRecipe()
 # Recipe fields -> the help of their flag.
@@ -63,6 +64,7 @@ def add_finetune_command(subparsers):
             help=RECIPE_FLAGS[field.name],
         )
     parser.add_argument("--out", default="out/finetune", help="output directory")
+    add_cluster_arguments(parser)
     parser.set_defaults(handler=finetune_command)
     return parser
 
@@ -89,7 +91,13 @@ def finetune_command(args):
         pair_column=args.pair_column,
         labels=args.labels.split(",") if args.labels else None,
         recipe=recipe,
+        cluster={
+            name: getattr(args, name)
+            for name in ("coordinator", "num_processes", "process_id", "multi_process")
+        },
     )
+    if results is None:
+        return 0  # not process 0 of a multi-process job: it reports
     paths = results["paths"]
     print(f"\nResults: {paths['results']}")
     print(f"Training curve: {paths['training_curve']}")

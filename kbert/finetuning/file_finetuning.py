@@ -1,8 +1,12 @@
 """Fine-tuning a classifier on the user's own CSV or JSONL files (`kbert finetune`)."""
 
+import contextlib
 import dataclasses
 import json
 import os
+import tempfile
+
+import keras
 
 from kbert.finetuning.classifier_training import (
     build_classifier,
@@ -13,6 +17,9 @@ from kbert.finetuning.metrics import classification_report, confusion_matrix, re
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.finetuning.table_files import encode_labels, read_examples
+from kbert.models.classifier import BertClassifier
+from kbert.pretraining.distribution import data_parallel
+from kbert.utils import cluster as cluster_lib
 from kbert.utils.output_paths import check_output_path
 
 
@@ -27,6 +34,7 @@ def finetune_on_files(
     labels=None,
     recipe=None,
     verbose=1,
+    cluster=None,
 ):
     """Fine-tunes `BertClassifier.from_preset(recipe.preset)` on labelled files.
 
@@ -38,9 +46,17 @@ def finetune_on_files(
     `results.json`. `labels` fixes the label names and their order
     (default: the sorted values in `train`); `recipe` defaults to
     `FinetuneRecipe()`. With `verbose`, prints one line per epoch and the
-    per-class precision/recall/F1 table. Returns the results: labels, the
-    recipe, training seconds, the history, the evaluated split's metrics and
-    per-class report (`test_accuracy` with a test file), and the paths written.
+    per-class precision/recall/F1 table. `cluster`: the keyword arguments of
+    `kbert.utils.cluster.join_cluster` for a multi-process job. Returns the
+    results: labels, the recipe, training seconds, the history, the
+    evaluated split's metrics and per-class report (`test_accuracy` with a
+    test file), and the paths written.
+
+    In a multi-process job every process runs this with the same arguments
+    and trains (data parallel) on its share of each batch
+    (`train_classifier`); whole global batches only, so the schedule counts
+    those. Process 0 writes the outputs, scores the test file with the
+    saved preset and returns the results; the others return None.
 
     Example:
     >>> # Minutes of training: tests/finetuning runs it at toy size.
@@ -48,6 +64,9 @@ def finetune_on_files(
     ...     text_column="review", label_column="sentiment")
     """
     check_output_path(out, "directory")
+    cluster_lib.join_cluster(**(cluster or {}))
+    if cluster_lib.process_count() > 1:
+        keras.distribution.set_distribution(data_parallel())
     recipe = recipe or FinetuneRecipe()
     columns = dict(
         text_column=text_column, label_column=label_column, pair_column=pair_column
@@ -61,26 +80,46 @@ def finetune_on_files(
         if path:
             split_texts, split_labels = read_examples(path, **columns)
             splits[split] = (split_texts, encode_labels(split_labels, names, path))
+    num_examples = len(splits["train"][1])
+    num_shards, _ = cluster_lib.input_shard()
+    if num_shards > 1:
+        num_examples -= num_examples % recipe.batch_size
     model = build_classifier(
         recipe,
         num_classes=len(names),
-        num_examples=len(splits["train"][1]),
+        num_examples=num_examples,
         id2label=dict(enumerate(names)),
     )
     history, curve, seconds = train_classifier(
         model, recipe, splits["train"], splits.get("validation"), verbose=verbose
     )
-    evaluated = next(split for split in ("test", "validation", "train") if split in splits)
-    metrics, predictions = evaluate_classifier(model, *splits[evaluated])
-    matrix = confusion_matrix(splits[evaluated][1], predictions, len(names))
-    report = classification_report(matrix, names)
-    os.makedirs(out, exist_ok=True)
     paths = {
         "preset": os.path.join(out, "preset"),
         "results": os.path.join(out, "results.json"),
         "training_curve": os.path.join(out, "training_curve.png"),
         "confusion_matrix": os.path.join(out, "confusion_matrix.png"),
     }
+    # Reading variables that span processes is collective: every process
+    # saves, the others into a scratch directory that is thrown away.
+    with (
+        contextlib.nullcontext(out)
+        if cluster_lib.is_chief()
+        else tempfile.TemporaryDirectory() as target
+    ):
+        os.makedirs(target, exist_ok=True)
+        model.save_to_preset(os.path.join(target, "preset"))
+    cluster_lib.barrier("fine-tuned preset saved")
+    if not cluster_lib.is_chief():
+        return None
+    if num_shards > 1:
+        # The trained weights span all processes; the chief alone evaluates,
+        # with the saved preset on its own device.
+        keras.distribution.set_distribution(None)
+        model = BertClassifier.from_preset(paths["preset"])
+    evaluated = next(split for split in ("test", "validation", "train") if split in splits)
+    metrics, predictions = evaluate_classifier(model, *splits[evaluated])
+    matrix = confusion_matrix(splits[evaluated][1], predictions, len(names))
+    report = classification_report(matrix, names)
     results = {
         "labels": names,
         "recipe": dataclasses.asdict(recipe),
@@ -93,7 +132,6 @@ def finetune_on_files(
         "confusion_matrix": matrix.tolist(),
         "paths": paths,
     }
-    model.save_to_preset(paths["preset"])
     save_training_curve(curve, paths["training_curve"], "Fine-tuning loss")
     save_confusion_matrix(
         matrix, names, paths["confusion_matrix"], f"Confusion matrix ({evaluated} set)"

@@ -14,10 +14,12 @@ import json
 import os
 import re
 import shutil
+import tempfile
 
 import keras
 import numpy as np
 
+from kbert.utils import cluster
 from kbert.utils.atomic import atomic_directory
 
 _NAME = re.compile(r"^ckpt-(\d+)$")
@@ -32,6 +34,10 @@ class TrainingDivergedError(FloatingPointError):
 
 class TrainingCheckpoint(keras.callbacks.Callback):
     """Saves the full training state every `save_every` steps; restores it.
+
+    In a multi-process job every process runs the callback and restores from
+    the same directory; process 0 alone keeps what it writes, the others
+    wait for it.
 
     Call `restore(model)` before `fit` (the optimizer is built if needed) to
     get the step to resume from. A state with non-finite weights is never
@@ -126,16 +132,21 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 f"Weights are not finite at step {self.step}; not saving them. "
                 f"{self.describe_last()}"
             )
-        os.makedirs(self.directory, exist_ok=True)
+        chief = cluster.is_chief()
         path = os.path.join(self.directory, f"ckpt-{self.step:09d}")
-        with atomic_directory(path) as tmp:
+        # Reading variables that span processes is collective: every process
+        # writes, the others into a scratch directory that is thrown away.
+        target = atomic_directory(path) if chief else tempfile.TemporaryDirectory()
+        with target as tmp:
             model.save_weights(os.path.join(tmp, _WEIGHTS))
             np.savez(os.path.join(tmp, _RANDOM), **_random_state(model))
             with open(os.path.join(tmp, _STATE), "w") as file:
                 json.dump({"step": self.step}, file)
+        if chief:
+            for _, old in self.checkpoints()[: -self.keep]:
+                shutil.rmtree(old, ignore_errors=True)
+        cluster.barrier(f"checkpoint {self.step}")
         self.last_saved_step = self.step
-        for _, old in self.checkpoints()[: -self.keep]:
-            shutil.rmtree(old, ignore_errors=True)
 
     def describe_last(self):
         if self.last_saved_step is None:

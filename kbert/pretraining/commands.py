@@ -126,8 +126,37 @@ def add_pretrain_command(subparsers):
     )
     train.add_argument("--seed", type=int, default=DEFAULTS["seed"])
     train.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_cluster_arguments(parser)
     parser.set_defaults(handler=run_pretrain)
     return parser
+
+
+def add_cluster_arguments(parser):
+    """Flags a cluster launcher sets for one process of a multi-process job.
+
+    Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_cluster_arguments(parser)
+    >>> parser.parse_args(["--coordinator", "10.0.0.1:1234", "--num-processes", "2",
+    ...                    "--process-id", "1"]).process_id
+    1
+    """
+    group = parser.add_argument_group(
+        "multi-process jobs (JAX; on TensorFlow set TF_CONFIG instead)",
+        "Start the same command once per process. Without flags, the variables "
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES / _PROCESS_ID, "
+        "JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID or SLURM's "
+        "are read; OUTPUT must be on a file system all processes share.",
+    )
+    group.add_argument("--coordinator", help="host:port of process 0")
+    group.add_argument("--num-processes", type=int, help="processes in the job")
+    group.add_argument("--process-id", type=int, help="this process, 0..N-1")
+    group.add_argument(
+        "--multi-process",
+        action="store_true",
+        help="join the job JAX detects itself (Cloud TPU pod slice, SLURM, Open MPI)",
+    )
 
 
 def add_fill_mask_command(subparsers):

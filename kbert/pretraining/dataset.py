@@ -85,6 +85,8 @@ def pretraining_dataset(
     seed=0,
     start_step=0,
     shuffle_buffer_size=10000,
+    num_shards=1,
+    shard_index=0,
 ):
     """A `tf.data.Dataset` of `(x, y, sample_weight)` pretraining batches.
 
@@ -99,6 +101,12 @@ def pretraining_dataset(
             False reads once in order (evaluation), keeping the last batch.
         start_step: batches to skip (training), e.g. the restored
             `optimizer.iterations` when resuming.
+        num_shards, shard_index: read only shard `shard_index` of
+            `num_shards` (one per process of a multi-process job): records
+            are dealt out in turn, so in every epoch each record goes to
+            exactly one shard, and each shard's batches hold
+            `batch_size // num_shards` records (`batch_size` stays the
+            global batch). Dynamic masks are drawn per shard and step.
 
     Example:
     >>> ds = pretraining_dataset(pretraining_data, batch_size=2)
@@ -131,6 +139,14 @@ def pretraining_dataset(
         )
     if dynamic:
         max_predictions_per_seq = masker.max_predictions_per_seq
+    if not 0 <= shard_index < num_shards:
+        raise ValueError(f"shard_index={shard_index} is outside 0..{num_shards - 1}.")
+    if batch_size % num_shards:
+        raise ValueError(
+            f"batch_size={batch_size} does not split over {num_shards} shards "
+            f"(processes); use a multiple of {num_shards}."
+        )
+    local_batch_size = batch_size // num_shards
     files = record_files(source)
     spec = feature_spec(max_seq_length, None if dynamic else max_predictions_per_seq)
 
@@ -144,7 +160,7 @@ def pretraining_dataset(
             masked = masker(
                 features["input_ids"],
                 features["input_mask"],
-                tf.stack([tf.constant(seed, tf.int64), step]),
+                tf.stack([tf.constant(seed, tf.int64), step * num_shards + shard_index]),
             )
             features["input_ids"] = masked["token_ids"]
             features["masked_lm_positions"] = masked["mask_positions"]
@@ -153,25 +169,37 @@ def pretraining_dataset(
         return to_model_inputs(features)
 
     if training:
-        # Fixed seeds with reshuffle_each_iteration: every epoch gets a new
-        # order, and the sequence of orders is the same on every run.
-        order = tf.data.Dataset.from_tensor_slices(files).shuffle(
-            len(files), seed=seed, reshuffle_each_iteration=True
-        )
-        records = order.interleave(
-            tf.data.TFRecordDataset,
-            cycle_length=min(len(files), 4),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
-        records = records.shuffle(
-            shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=True
-        ).repeat()
-        dataset = records.batch(batch_size, drop_remainder=True).enumerate()
+        # Each epoch's order comes from (seed, epoch) alone, not from how
+        # often the dataset was iterated: every process of a job, and every
+        # run, sees the same order in the same epoch.
+        def epoch_records(epoch):
+            order = tf.data.Dataset.from_tensor_slices(files).shuffle(
+                len(files), seed=seed + 2 * epoch, reshuffle_each_iteration=False
+            )
+            records = order.interleave(
+                tf.data.TFRecordDataset,
+                cycle_length=min(len(files), 4),
+                num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True,
+            )
+            if num_shards > 1:
+                # Every process reads the same order and keeps its own turns.
+                records = records.shard(num_shards, shard_index)
+            return records.shuffle(
+                shuffle_buffer_size,
+                seed=seed + 2 * epoch + 1,
+                reshuffle_each_iteration=False,
+            )
+
+        records = tf.data.Dataset.counter().flat_map(epoch_records)
+        dataset = records.batch(local_batch_size, drop_remainder=True).enumerate()
         dataset = dataset.skip(start_step)
     else:
-        dataset = tf.data.TFRecordDataset(files).batch(batch_size).enumerate()
-        if metadata is not None:
+        records = tf.data.TFRecordDataset(files)
+        if num_shards > 1:
+            records = records.shard(num_shards, shard_index)
+        dataset = records.batch(local_batch_size).enumerate()
+        if metadata is not None and num_shards == 1:
             # A known size lets Keras show progress and not warn at the end.
             num_batches = -(-metadata["num_instances"] // batch_size)
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))

@@ -41,7 +41,12 @@ def bert_layout_map(device_mesh, model_axis="model"):
 def data_parallel(devices=None):
     """`keras.distribution.DataParallel` over `devices` (default: all).
 
-    Set it before building the model; batches are split over devices.
+    Set it before building the model; batches are split over devices. In a
+    multi-process job (`kbert.utils.cluster.join_cluster`) the devices are
+    those of all processes, and each process feeds its own share of every
+    global batch: kbert's datasets shard themselves per process
+    (`pretraining_dataset(num_shards=...)`), so Keras' own re-sharding of
+    the input (`auto_shard_dataset`) is turned off.
 
     Example:
     >>> keras.distribution.set_distribution(data_parallel())
@@ -49,14 +54,18 @@ def data_parallel(devices=None):
     """
     _require_jax("DataParallel")
     devices = devices or keras.distribution.list_devices()
-    return keras.distribution.DataParallel(devices=devices)
+    distribution = keras.distribution.DataParallel(devices=devices)
+    distribution.auto_shard_dataset = False
+    return distribution
 
 
 def model_parallel(model_parallel_size=2, devices=None):
     """`keras.distribution.ModelParallel` on a (batch, model) mesh.
 
     `model_parallel_size` devices share each replica's kernels (see
-    `bert_layout_map`); the remaining factor is data parallel.
+    `bert_layout_map`); the remaining factor is data parallel. In a
+    multi-process job the mesh spans the devices of all processes; Keras
+    splits each global batch over the processes (`auto_shard_dataset`).
 
     Example:
     >>> distribution = model_parallel(1)  # model_parallel(4) on 8 devices: a 2 x 4 mesh

@@ -16,6 +16,7 @@ import json
 import os
 import random
 import sys
+import tempfile
 import time
 
 import keras
@@ -35,6 +36,7 @@ from kbert.pretraining.documents import documents_from_texts, read_documents
 from kbert.pretraining.evaluation import majority_baseline
 from kbert.pretraining.learning_curve import plot_learning_curve
 from kbert.pretraining.training import METRICS_FILE, pretrain
+from kbert.utils import cluster
 from kbert.utils.atomic import atomic_directory, atomic_file
 from kbert.utils.output_paths import check_output_path
 
@@ -93,6 +95,11 @@ class PretrainingConfig:
     model_parallel_size: int = 2
     seed: int = 0
     quiet: bool = False
+    # Multi-process jobs (JAX; see kbert.utils.cluster): None reads the environment.
+    coordinator: str = None  # host:port of process 0
+    num_processes: int = None
+    process_id: int = None
+    multi_process: bool = False  # join the job JAX detects (TPU pod slice, SLURM)
 
 
 def run_pretraining(config):
@@ -107,18 +114,25 @@ def run_pretraining(config):
     ...     corpus=["wikipedia"], output="out/wiki", steps=2000))
     """
     check_output_path(config.output, "directory")
+    cluster.join_cluster(
+        config.coordinator, config.num_processes, config.process_id, config.multi_process
+    )
     started = time.time()
     os.makedirs(config.output, exist_ok=True)
     results = _pretrain(config)
     results["wall_time_s"] = round(time.time() - started, 1)
-    with open(os.path.join(config.output, "results.json"), "w") as file:
-        json.dump(results, file, indent=2)
+    if cluster.is_chief():
+        with open(os.path.join(config.output, "results.json"), "w") as file:
+            json.dump(results, file, indent=2)
     return results
 
 
 def _pretrain(config):
     """The pipeline's stages; returns the results (see `run_pretraining`)."""
     output = config.output
+    if not cluster.is_chief():
+        # Process 0 makes the vocabulary and the data; the others read them.
+        cluster.barrier("pretraining data")
     train_docs, eval_docs = _corpus(config)
 
     vocabulary_path = os.path.join(output, "vocab.txt")
@@ -168,6 +182,8 @@ def _pretrain(config):
             seed=config.seed + 1,
             **data_options,
         )
+    if cluster.is_chief():
+        cluster.barrier("pretraining data")
     train_meta = read_metadata(train_dir)
     _say(
         config,
@@ -246,7 +262,7 @@ def _pretrain(config):
             majority_mlm_accuracy=baseline,
         )
     metrics_path = os.path.join(run_dir, METRICS_FILE)
-    if os.path.exists(metrics_path):
+    if cluster.is_chief() and os.path.exists(metrics_path):
         try:
             results["learning_curve"] = plot_learning_curve(
                 metrics_path, os.path.join(output, "learning_curve.png")
@@ -259,7 +275,12 @@ def _pretrain(config):
 
 
 def _save_model(pretrainer, tokenizer, sequence_length, directory):
-    with atomic_directory(directory) as tmp:
+    # Reading variables that span processes is collective: every process
+    # saves, the others into a scratch directory that is thrown away.
+    target = (
+        atomic_directory(directory) if cluster.is_chief() else tempfile.TemporaryDirectory()
+    )
+    with target as tmp:
         save_kbert_preset(pretrainer, tmp)
         BertPreprocessor(tokenizer, sequence_length=sequence_length).save_to_preset(tmp)
 
@@ -301,7 +322,10 @@ def _distribution(config):
     """Sets a JAX distribution, or returns a TF strategy to build under."""
     if config.distribution == "mirrored":
         return distribution.mirrored_strategy()
-    if config.distribution == "data_parallel":
+    multi_process = cluster.process_count() > 1
+    if config.distribution == "data_parallel" or (
+        config.distribution == "none" and multi_process
+    ):
         keras.distribution.set_distribution(distribution.data_parallel())
     elif config.distribution == "model_parallel":
         keras.distribution.set_distribution(

@@ -17,6 +17,7 @@ import numpy as np
 
 from kbert.pretraining.checkpointing import StopOnNaN, TrainingCheckpoint
 from kbert.pretraining.dataset import count_records, pretraining_dataset
+from kbert.utils import cluster
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -39,6 +40,8 @@ class MetricsLogger(keras.callbacks.Callback):
         self.step = start_step
 
     def _write(self, record):
+        if not cluster.is_chief():
+            return
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with open(self.path, "a") as file:
             file.write(json.dumps(record) + "\n")
@@ -93,7 +96,15 @@ def pretrain(
         validation_data: a dataset evaluated at the end of every epoch.
         run_dir: holds `checkpoints/` (every `save_every` steps),
             `tensorboard/` and `metrics.jsonl`. When it has a checkpoint, the
-            run resumes from it. None: no checkpoints, no logs.
+            run resumes from it. None: no checkpoints, no logs. In a
+            multi-process job process 0 alone writes them, and `run_dir`
+            must be on a file system all processes see.
+
+    In a multi-process job (`kbert.utils.cluster.join_cluster` and
+    `distribution.data_parallel()`), every process runs `pretrain` with the
+    same arguments and reads its own shard of `data` (see
+    `pretraining_dataset`'s `num_shards`); `batch_size` is the global batch.
+    A `data` function must then return this process's shard itself.
 
     Returns a dict of per-epoch metric lists (as `History.history`).
 
@@ -110,9 +121,17 @@ def pretrain(
         make_dataset = data
         steps_per_epoch = steps_per_epoch or total_steps
     else:
+        num_shards, shard_index = cluster.input_shard()
 
         def make_dataset(start_step):
-            return pretraining_dataset(data, batch_size, seed=seed, start_step=start_step)
+            return pretraining_dataset(
+                data,
+                batch_size,
+                seed=seed,
+                start_step=start_step,
+                num_shards=num_shards,
+                shard_index=shard_index,
+            )
 
         steps_per_epoch = steps_per_epoch or max(1, count_records(data) // batch_size)
     steps_per_epoch = min(steps_per_epoch, total_steps)
@@ -126,13 +145,14 @@ def pretrain(
         extra = [
             MetricsLogger(os.path.join(run_dir, METRICS_FILE), log_every, start_step=step)
         ]
-        if importlib.util.find_spec("tensorboard") is not None:
+        chief = cluster.is_chief()  # the others write no logs
+        if chief and importlib.util.find_spec("tensorboard") is not None:
             extra.append(
                 keras.callbacks.TensorBoard(
                     os.path.join(run_dir, "tensorboard"), update_freq=log_every
                 )
             )
-        else:
+        elif chief:
             warnings.warn(
                 "No TensorBoard logs: the `tensorboard` package is not installed "
                 "(pip install tensorboard).",
