@@ -98,3 +98,290 @@ def test_raw_text_with_a_larger_preprocessor_vocabulary_is_refused():
         ValueError, match="'token_ids' holds id 74 at position \\(row 1, token 1\\)"
     ):
         model.predict(["w1 w2", "w69"], verbose=0)
+
+
+# === The sweep: every public entry point, one bad input each ===
+# Each case: the call, the error type and a fragment of the message that
+# names the problem (input, value, position, file).
+
+GOOD_TEXTS = ["a good film", "not very fun", "the plot was boring but the acting great"]
+QA_GOOD = (["what was it?", "who?"], ["it was a film", "his story"])
+MC_GOOD = (["the film", "a plot"], [["was good", "was bad"], ["is fun", "is not"]])
+
+
+@pytest.fixture(scope="module")
+def models():
+    """Tiny models with a real preprocessor, and each one's good outputs."""
+    from tests.export.export_helpers import tiny_model
+
+    built = {
+        "classifier": tiny_model(num_classes=2),
+        "embedder": tiny_model("BertTextEmbedder"),
+        "features": tiny_model("BertFeatureExtractor", layers=[-1]),
+        "qa": tiny_model("BertQuestionAnswerer"),
+        "ner": tiny_model("BertTokenClassifier", num_classes=3),
+        "mc": tiny_model("BertMultipleChoice", num_choices=2),
+    }
+    good = {"qa": QA_GOOD, "mc": MC_GOOD}
+    inputs = {name: good.get(name, GOOD_TEXTS) for name in built}
+    reference = {
+        name: model.predict(inputs[name], verbose=0) for name, model in built.items()
+    }
+    return built, inputs, reference
+
+
+RAW_TEXT_CASES = {
+    "predict None": ("classifier", lambda m: m.predict(["a", None]), "inputs[1] is None"),
+    "predict int": ("classifier", lambda m: m.predict(["a", 3]), "inputs[1] is int 3"),
+    "predict None alone": ("classifier", lambda m: m.predict(None), "received NoneType"),
+    "predict nested": ("classifier", lambda m: m.predict([["a"]]), "nested lists"),
+    "predict bad UTF-8": ("classifier", lambda m: m.predict([b"\xff"]), "not valid UTF-8"),
+    "predict pair None": (
+        "classifier",
+        lambda m: m.predict((["a", "b"], ["c", None])),
+        "segment 1[1] is None",
+    ),
+    "fit None": ("classifier", lambda m: m.fit(["a", None], [0, 1]), "inputs[1] is None"),
+    "evaluate float": (
+        "classifier",
+        lambda m: m.evaluate(["a", 1.5], [0, 1]),
+        "inputs[1] is float 1.5",
+    ),
+    "embedder None": ("embedder", lambda m: m.predict(["a", None]), "inputs[1] is None"),
+    "feature extractor int": ("features", lambda m: m.predict([7]), "inputs[0] is int 7"),
+    "answer None question": (
+        "qa",
+        lambda m: m.answer(["who?", None], ["c", "c"]),
+        "questions[1] is None",
+    ),
+    "answer int context": ("qa", lambda m: m.answer(["who?"], [3]), "contexts[0] is int 3"),
+    "QA predict None": (
+        "qa",
+        lambda m: m.predict((["who?"], [None])),
+        "contexts[0] is None",
+    ),
+    "predict_words None": (
+        "ner",
+        lambda m: m.predict_words(["a b", None]),
+        "Example 1 is NoneType",
+    ),
+    "predict_words int word": (
+        "ner",
+        lambda m: m.predict_words([["a", 3]]),
+        "Example 0, word 1 is int 3",
+    ),
+    "NER predict None": ("ner", lambda m: m.predict(["a", None]), "Example 1 is NoneType"),
+    "choices None prompt": (
+        "mc",
+        lambda m: m.predict((["p", None], [["a", "b"], ["c", "d"]])),
+        "prompts[1] is None",
+    ),
+    "choices None choice": (
+        "mc",
+        lambda m: m.predict((["p"], [["a", None]])),
+        "choices[0][1] is None",
+    ),
+    "choices too many": (
+        "mc",
+        lambda m: m.predict((["p"], [["a", "b", "c"]])),
+        "choices[0] holds 3 texts",
+    ),
+    "preprocessor None": (
+        "classifier",
+        lambda m: m.preprocessor(["a", None]),
+        "inputs[1] is None",
+    ),
+    "tokenizer float": (
+        "classifier",
+        lambda m: m.preprocessor.tokenizer([1.5]),
+        "inputs[0] is float 1.5",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(RAW_TEXT_CASES))
+def test_raw_text_entry_points_name_the_bad_item(models, case):
+    built, inputs, reference = models
+    name, call, fragment = RAW_TEXT_CASES[case]
+    model = built[name]
+    with pytest.raises(ValueError) as error:
+        call(model)
+    assert fragment in str(error.value), str(error.value)
+    # The model still works and gives what it gave before (JAX included).
+    again = model.predict(inputs[name], verbose=0)
+    keras.tree.map_structure(
+        lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6), again, reference[name]
+    )
+
+
+def test_bytes_are_utf8_text(models):
+    built, _, reference = models
+    as_bytes = [text.encode("utf-8") for text in GOOD_TEXTS]
+    got = built["classifier"].predict(as_bytes, verbose=0)
+    np.testing.assert_allclose(got, reference["classifier"], atol=1e-6)
+
+
+@pytest.mark.parametrize("entry", ["backbone predict", "classifier predict", "call"])
+def test_missing_inputs_are_named(entry):
+    backbone = tiny_backbone()
+    model = kbert.BertClassifier(backbone, num_classes=2)
+    inputs = {"token_ids": token_inputs()["token_ids"]}
+    calls = {
+        "backbone predict": lambda: backbone.predict(inputs, verbose=0),
+        "classifier predict": lambda: model.predict(inputs, verbose=0),
+        "call": lambda: model(inputs),
+    }
+    # predict: ours; __call__: Keras' own message, which names the input too.
+    with pytest.raises(
+        ValueError, match="Missing (inputs 'segment_ids', |data for input )"
+    ):
+        calls[entry]()
+    assert model.predict(token_inputs(), verbose=0).shape == (3, 2)
+
+
+def test_a_failure_inside_keras_leaves_the_model_usable():
+    # Labels of the wrong shape fail inside Keras' train step; on JAX that
+    # used to leave every variable detached ('NoneType' object is not callable).
+    model = kbert.BertClassifier(tiny_backbone(), num_classes=2)
+    want = model.predict(token_inputs(), verbose=0)
+    with pytest.raises(Exception):  # noqa: B017 - Keras' own error, not ours
+        model.fit(token_inputs(), np.zeros((3, 7, 5)), epochs=1, verbose=0)
+    with pytest.raises(Exception):  # noqa: B017
+        model.evaluate(token_inputs(), np.zeros((3, 7, 5)), verbose=0)
+    np.testing.assert_allclose(model.predict(token_inputs(), verbose=0), want, atol=1e-6)
+
+
+# === Presets ===
+
+
+@pytest.mark.parametrize(
+    "contents, fragment",
+    [
+        (None, "neither a directory nor a registered name"),
+        ({}, "holds no checkpoint kbert knows"),
+        ({"config.json": "{not json"}, "config.json is not valid JSON"),
+        ({"config.json": "{}"}, "the config is empty"),
+        ({"config.json": '{"vocab_size": 64}'}, "num_hidden_layers"),
+    ],
+    ids=["missing", "empty directory", "bad JSON", "empty config", "config missing keys"],
+)
+def test_from_preset_bad_sources(tmp_path, contents, fragment):
+    directory = tmp_path / "preset"
+    if contents is not None:
+        directory.mkdir()
+        for name, text in contents.items():
+            (directory / name).write_text(text)
+    with pytest.raises(ValueError, match=fragment):
+        kbert.BertBackbone.from_preset(str(directory))
+
+
+# === Exporters ===
+
+
+def big_vocabulary_model():
+    """A classifier whose preprocessor's ids outgrow its embedding table."""
+    from tests.export.export_helpers import preprocessor, vocabulary
+
+    assert len(vocabulary()) > VOCABULARY_SIZE
+    return kbert.BertClassifier(tiny_backbone(), num_classes=2, preprocessor=preprocessor())
+
+
+@pytest.mark.parametrize(
+    "exporter, options, fragment",
+    [
+        ("onnx", {"quantization": "int4"}, "quantization must be one of"),
+        ("onnx", {"opset": 9}, "opset must be >="),
+        ("tflite", {"flavour": "bogus"}, "flavour must be one of"),
+        ("tflite", {"quantization": "int4"}, "quantization must be one of"),
+        (
+            "tflite",
+            {"representative_texts": ["a", None]},
+            "representative_texts[1] is None",
+        ),
+    ],
+    ids=[
+        "onnx quantization",
+        "onnx opset",
+        "tflite flavour",
+        "tflite quantization",
+        "texts",
+    ],
+)
+def test_exporters_refuse_bad_arguments(models, tmp_path, exporter, options, fragment):
+    from kbert import export
+
+    path = tmp_path / f"model.{exporter}"
+    with pytest.raises(ValueError) as error:
+        getattr(export, exporter)(models[0]["classifier"], str(path), **options)
+    assert fragment in str(error.value), str(error.value)
+    assert not path.exists()
+
+
+def test_exporter_verification_refuses_out_of_range_ids(tmp_path):
+    from kbert import export
+    from kbert.export.agreement import agreement_features, measure_agreement
+    from kbert.export.report import evaluation_data
+    from kbert.export.spec import export_spec
+    from kbert.export.verification_data import verification_data
+
+    model = big_vocabulary_model()
+    spec = export_spec(model)
+    fragment = (
+        "'token_ids' holds id .* at position \\(row .*, token .*\\), outside \\[0, 64\\)"
+    )
+    path = tmp_path / "model.onnx"
+    with pytest.raises(ValueError, match="The verification sentences.*" + fragment):
+        export.onnx(model, str(path))
+    assert not path.exists() and not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="verification sentences.*" + fragment):
+        verification_data(model, spec, count=4)
+    with pytest.raises(ValueError, match="agreement texts.*" + fragment):
+        agreement_features(model, spec, 4)
+    with pytest.raises(ValueError, match="evaluation texts.*" + fragment):
+        evaluation_data(model, spec, 4)  # what `kbert verify` runs
+    # Caller-given token inputs, as `measure_agreement` takes them.
+    features = bad_inputs("token_ids", 70, row=2, token=3)
+    with pytest.raises(ValueError, match="agreement inputs: Input 'token_ids' holds id 70"):
+        measure_agreement(model, spec, lambda batch, rows: (batch, batch), features)
+
+
+def test_onnx_calibration_texts_are_checked(models):
+    from kbert.export.onnx_quantization import calibration_feeds
+    from kbert.export.spec import export_spec
+
+    model = models[0]["classifier"]
+    with pytest.raises(ValueError, match="calibration texts\\[1\\] is int 3"):
+        calibration_feeds(model, export_spec(model), texts=["a film", 3])
+
+
+# === The command line ===
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["export", "{dir}/nope", "--format", "onnx", "-o", "{dir}/m.onnx"], "nope"),
+        (["verify", "{dir}/model.txt"], "not an export artifact"),
+        (["embed", "{dir}/missing.txt", "{dir}/out.npy"], "missing.txt: no such file"),
+        (["convert", "{dir}/nope", "{dir}/out"], "neither a directory"),
+        (["finetune", "{dir}/missing.csv"], "missing.csv: no such file"),
+    ],
+    ids=["export", "verify", "embed", "convert", "finetune"],
+)
+def test_cli_bad_arguments_exit_1_with_the_reason(tmp_path, capsys, argv, fragment):
+    from kbert.cli import main
+
+    argv = [arg.format(dir=tmp_path) for arg in argv]
+    assert main(argv) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"kbert {argv[0]}: error: ") and fragment in error, error
+    assert "Traceback" not in error
+
+
+def test_cli_unknown_choice_is_an_argparse_error(capsys):
+    from kbert.cli import main
+
+    with pytest.raises(SystemExit) as exit_status:
+        main(["export", "m", "--format", "bogus", "-o", "m.x"])
+    assert exit_status.value.code == 2
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err

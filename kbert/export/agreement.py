@@ -24,7 +24,12 @@ import numpy as np
 
 from kbert.export.checks import ExportVerificationError, max_abs_diff, merge_diffs
 from kbert.export.spec import keras_outputs
-from kbert.export.verification_data import source, token_features, verification_inputs
+from kbert.export.verification_data import (
+    checked_features,
+    source,
+    token_features,
+    verification_inputs,
+)
 
 DEFAULT_MIN_AGREEMENT = 0.99
 # 0.99 then allows 5 different predictions. The Keras reference dominates the
@@ -131,7 +136,11 @@ def agreement_features(model, spec, count=None, preprocessor=None):
             "Agreement is measured on real text: the model needs a preprocessor."
         )
     texts = verification_inputs(spec, count or AGREEMENT_TEXTS)
-    features = token_features(preprocessor, spec, texts)
+    features = checked_features(
+        model,
+        token_features(preprocessor, spec, texts),
+        "The agreement texts, tokenized by the preprocessor",
+    )
     first = next(iter(texts.values()))
     distinct = len({str(text) for text in first})
     return features, f"{distinct} real texts ({source()})"
@@ -156,6 +165,7 @@ def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE, cut=Tru
     >>> value, kind, diffs["probabilities"] < 1e-4
     (1.0, 'argmax', True)
     """
+    checked_features(model, features, "The agreement inputs")
     multi_label = getattr(model, "problem_type", None) == "multi_label"
     scores, kind, diffs = [], None, {}
     for rows, batch in length_batches(features, batch_size, cut):

@@ -32,11 +32,13 @@ from kbert.export import agreement
 from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels
 from kbert.export.runtimes import OnnxRunner
 from kbert.export.verification_data import (
+    checked_features,
     representative_texts,
     token_features,
     verification_inputs,
 )
 from kbert.utils.owned_temps import work_directory
+from kbert.utils.strings import string_list
 
 QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
 CALIBRATION_TEXTS = 256
@@ -140,13 +142,17 @@ def calibration_feeds(model, spec, count=CALIBRATION_TEXTS, texts=None):
         raise ValueError(
             "Quantization calibrates on real text: the model needs a preprocessor."
         )
-    texts = list(texts or representative_texts(count))
+    texts = string_list(texts or representative_texts(count), "calibration texts")
     inputs = {spec.text_inputs[0]: texts}
     if len(spec.text_inputs) == 2 and spec.task != "multiple_choice":
         inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
     elif spec.task == "multiple_choice":
         inputs = verification_inputs(spec, min(count, len(texts)))
-    features = token_features(model.preprocessor, spec, inputs)
+    features = checked_features(
+        model,
+        token_features(model.preprocessor, spec, inputs),
+        "The calibration texts, tokenized by the model's preprocessor",
+    )
     mask = np.asarray(features["padding_mask"])
     lengths = mask.reshape(len(mask), -1, mask.shape[-1]).sum(-1).max(-1)
     feeds = []

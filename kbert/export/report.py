@@ -33,6 +33,7 @@ from kbert.export.tflite_inputs import (
 )
 from kbert.export.tokenizer_divergence import describe, tokenizer_divergence
 from kbert.export.verification_data import (
+    checked_features,
     labelled_texts,
     texts_to_features,
     token_features,
@@ -106,7 +107,11 @@ def evaluation_data(model, spec, num_examples):
             texts, labels = {"text": labelled[0]}, np.array(labelled[1])
     if labels is None:
         texts = verification_inputs(spec, min(num_examples, 32))
-    features = token_features(model.preprocessor, spec, texts)
+    features = checked_features(
+        model,
+        token_features(model.preprocessor, spec, texts),
+        "The evaluation texts, tokenized by the model's preprocessor",
+    )
     return texts, features, labels
 
 

@@ -35,10 +35,16 @@ from kbert.export.spec import export_spec, forward
 from kbert.export.text_graph import text_features
 from kbert.export.tflite_inputs import MEDIAPIPE_INPUTS, probe_inputs, tflite_preprocessor
 from kbert.export.tflite_verification import verify_tflite
-from kbert.export.verification_data import pad_to, representative_texts, texts_to_features
+from kbert.export.verification_data import (
+    checked_features,
+    pad_to,
+    representative_texts,
+    texts_to_features,
+)
 from kbert.utils.atomic import atomic_file
 from kbert.utils.output_paths import check_output_path
 from kbert.utils.owned_temps import work_directory
+from kbert.utils.strings import string_list
 
 FLAVOURS = ("string", "token_ids", "mediapipe")
 QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
@@ -130,6 +136,8 @@ def tflite(
         raise ValueError(
             f"quantization must be one of {QUANTIZATIONS}; got {quantization!r}."
         )
+    if representative_texts is not None:
+        representative_texts = string_list(representative_texts, "representative_texts")
     spec = export_spec(model, text_pairs)
     options = _options(model, spec, flavour, quantization, sequence_length, batch_size)
     options["text_pairs"] = text_pairs
@@ -338,11 +346,16 @@ def _representative(model, spec, options):
         raise ValueError(
             'quantization="int8" calibrates on real text: attach a preprocessor.'
         )
-    texts = options.get("representative_texts") or representative_texts()
+    texts = string_list(
+        options.get("representative_texts") or representative_texts(),
+        "representative_texts",
+    )
     inputs = {name: texts for name in spec.text_inputs[:1]}
     if spec.is_pair or spec.task == "question_answerer":
         inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
     features, _ = texts_to_features(model.preprocessor, spec, inputs)
+    what = "representative_texts, tokenized by the model's preprocessor"
+    checked_features(model, features, what)
     if options["sequence_length"]:
         features = pad_to(features, options["sequence_length"])
     if "mask_positions" in spec.token_inputs:

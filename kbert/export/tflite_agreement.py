@@ -12,7 +12,12 @@ import numpy as np
 from kbert.export import agreement
 from kbert.export.runtimes import TFLiteRunner
 from kbert.export.tflite_inputs import run_rows, run_tokens, tflite_preprocessor
-from kbert.export.verification_data import source, token_features, verification_inputs
+from kbert.export.verification_data import (
+    checked_features,
+    source,
+    token_features,
+    verification_inputs,
+)
 from kbert.preprocessing.preprocessor import BertPreprocessor
 
 # Why full int8 fails on BERT, for its error message (measured on MiniLM-L6
@@ -51,6 +56,7 @@ def tflite_agreement(model, spec, path, options, min_agreement, count=None):
     if flavour == "string":
         texts = verification_inputs(spec, count or agreement.AGREEMENT_TEXTS)
         features = token_features(preprocessor, spec, texts)
+        checked_features(model, features, "The agreement texts, tokenized in the artifact")
         described = f"{len(set(next(iter(texts.values()))))} real texts ({source()})"
 
         def run(batch, rows):

@@ -6,6 +6,13 @@ below (real review sentences, same source), so that an export never depends
 on the network. The model's own preprocessor turns them into token inputs.
 A model without a preprocessor has no way from text to ids: it is checked on
 seeded random token ids, and the report says so.
+
+Token inputs are checked against the model's tables (`checked_features`)
+before the artifact or Keras runs them: an id outside `vocabulary_size` /
+`num_segments` (a preprocessor with a larger vocabulary, say) raises the
+`ValueError` of `kbert.models.id_ranges.check_id_ranges`. An exported
+artifact is a compiled graph and does not check its inputs: what it does
+with an out-of-range id is its runtime's.
 """
 
 import dataclasses
@@ -16,6 +23,7 @@ import numpy as np
 from kbert.data import rotten_tomatoes_split
 from kbert.export.spec import TOKEN_INPUTS
 from kbert.export.text_graph import text_features
+from kbert.models.id_ranges import check_id_ranges
 
 # The first 16 held-out reviews of `rotten_tomatoes_split(seed=0)`.
 BUILT_IN = (
@@ -177,6 +185,26 @@ def representative_texts(count=100):
     return list(split["train"][0][:count])
 
 
+def checked_features(model, features, what):
+    """`features`, once their token and segment ids are inside `model`'s
+    tables; else the `ValueError` of `check_id_ranges`, prefixed by `what`
+    (where the inputs come from).
+
+    Example:
+    >>> features = {"token_ids": np.array([[2, 500, 3]])}
+    >>> checked_features(classifier, features, "Verification inputs")
+    Traceback (most recent call last):
+    ...
+    ValueError: Verification inputs: Input 'token_ids' holds id 500 at position ...
+    """
+    backbone = getattr(model, "backbone", model)
+    try:
+        check_id_ranges(dict(features), backbone.vocabulary_size, backbone.num_segments)
+    except ValueError as error:
+        raise ValueError(f"{what}: {error}") from None
+    return features
+
+
 @dataclasses.dataclass
 class VerificationData:
     """Texts (None without a preprocessor) and token inputs for the same rows.
@@ -288,7 +316,11 @@ def verification_data(model, spec, count=16, preprocessor="model"):
             "random token ids (the model has no preprocessor)",
         )
     texts = verification_inputs(spec, count)
-    features = token_features(preprocessor, spec, texts)
+    features = checked_features(
+        model,
+        token_features(preprocessor, spec, texts),
+        "The verification sentences, tokenized by the preprocessor",
+    )
     return VerificationData(
         texts,
         [features, _shorter(features, max(2, count // 2))],

@@ -8,6 +8,7 @@ from kbert.layers.embeddings import BertEmbeddings
 from kbert.layers.transformer import BertTransformerLayer
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel, check_id_ranges
+from kbert.models.jax_state import JaxStateRestoringModel
 from kbert.models.preset_io import PresetMixin
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -27,7 +28,9 @@ def attention_mask_from_padding(padding_mask):
 
 
 @keras.saving.register_keras_serializable(package="kbert")
-class BertBackbone(PresetMixin, IdRangeCheckedModel, FunctionalModel):
+class BertBackbone(
+    PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalModel
+):
     """The BERT encoder: embeddings, post-LN transformer layers and pooler.
 
     Inputs are a dict of `token_ids`, `segment_ids` and `padding_mask`

@@ -97,7 +97,16 @@ class IdRangeCheckedModel:
     """
 
     def check_id_ranges(self, x):
-        """`check_id_ranges` with this model's table sizes."""
+        """`check_id_ranges` with this model's table sizes; a dict missing one
+        of the model's inputs is refused by name too (Keras would fail deep
+        inside the functional graph)."""
+        names = self.input if isinstance(getattr(self, "input", None), dict) else {}
+        missing = [name for name in names if isinstance(x, dict) and name not in x]
+        if missing:
+            raise ValueError(
+                f"Missing input{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}: "
+                f"{type(self).__name__} takes {sorted(names)}; received {sorted(x)}."
+            )
         backbone = getattr(self, "backbone", self)
         check_id_ranges(x, backbone.vocabulary_size, backbone.num_segments)
 

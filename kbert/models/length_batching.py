@@ -91,7 +91,8 @@ def token_lengths(features):
     lengths = np.asarray(features["padding_mask"]).astype(bool).sum(axis=-1)
     if lengths.ndim == 1:
         return lengths
-    return lengths.reshape(lengths.shape[0], -1).max(axis=-1, initial=0)
+    per_example = int(np.prod(lengths.shape[1:]))  # -1 fails on zero examples
+    return lengths.reshape(lengths.shape[0], per_example).max(axis=-1, initial=0)
 
 
 def trim(features, length, names):

@@ -6,6 +6,7 @@ from keras import ops
 from kbert.models.backbone import INPUT_NAMES
 from kbert.models.heads import classifier_head
 from kbert.models.task import Task, backbone_inputs
+from kbert.utils.strings import string_list
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -84,7 +85,12 @@ class BertMultipleChoice(Task):
                 "With a preprocessor, BertMultipleChoice takes x=(prompts, choices): "
                 "a prompt per example and a list of num_choices texts per example."
             )
-        prompts, choices = (tf.convert_to_tensor(part) for part in x)
+        prompts, choices = x
+        if not tf.is_tensor(prompts):
+            prompts = tf.constant(string_list(prompts, "prompts"), tf.string)
+        if not tf.is_tensor(choices):
+            rows = self._checked_choices(choices)
+            choices = tf.constant(rows, tf.string, shape=[len(rows), self.num_choices])
         tf.debugging.assert_equal(
             tf.shape(choices)[1:],
             [self.num_choices],
@@ -104,6 +110,29 @@ class BertMultipleChoice(Task):
             for value in (y, sample_weight)
         )
         return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
+
+    def _checked_choices(self, choices):
+        """`choices` as a list of `num_choices` strings per example."""
+        if isinstance(choices, str) or not hasattr(choices, "__len__"):
+            raise ValueError(
+                f"choices must hold a list of {self.num_choices} texts per example; "
+                f"received {type(choices).__name__} {choices!r:.80}."
+            )
+        rows = []
+        for index, row in enumerate(choices):
+            if isinstance(row, str) or not hasattr(row, "__len__"):
+                raise ValueError(
+                    f"choices[{index}] is {type(row).__name__} {row!r:.80}; expected "
+                    f"a list of {self.num_choices} texts."
+                )
+            row = string_list(list(row), f"choices[{index}]")
+            if len(row) != self.num_choices:
+                raise ValueError(
+                    f"choices[{index}] holds {len(row)} texts; this model takes "
+                    f"num_choices={self.num_choices}."
+                )
+            rows.append(row)
+        return rows
 
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)

@@ -7,6 +7,7 @@ from kbert.models.backbone import INPUT_NAMES
 from kbert.models.heads import dense_head
 from kbert.models.task import Task, backbone_inputs
 from kbert.tasks import qa_decoding, qa_labels, qa_windows
+from kbert.utils.strings import string_list
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -122,7 +123,10 @@ class BertQuestionAnswerer(Task):
             raise ValueError(
                 "With a preprocessor, BertQuestionAnswerer takes x=(questions, contexts)."
             )
-        questions, contexts = (tf.convert_to_tensor(part, tf.string) for part in x)
+        questions, contexts = (
+            part if tf.is_tensor(part) else tf.constant(string_list(part, name), tf.string)
+            for part, name in zip(x, ("questions", "contexts"))
+        )
         windows = self._windows(questions, contexts)
         features = {name: windows[name] for name in INPUT_NAMES}
         labels = None
@@ -186,10 +190,10 @@ class BertQuestionAnswerer(Task):
         import tensorflow as tf  # lazy: TF only for raw text
 
         single = isinstance(questions, str)
-        questions = [questions] if single else list(questions)
+        questions = string_list(questions, "questions")
         if isinstance(contexts, str):
             contexts = [contexts] * len(questions)
-        contexts = list(contexts)
+        contexts = string_list(contexts, "contexts")
         if len(questions) != len(contexts):
             raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts.")
         if top_k < 1 or max_answer_length < 1:

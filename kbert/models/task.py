@@ -10,6 +10,7 @@ from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
 from kbert.models.bucketed_batches import BucketedBatches
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel
+from kbert.models.jax_state import JaxStateRestoringModel
 from kbert.models.preset_io import PresetMixin
 from kbert.optimization.optimizers import bert_optimizer
 
@@ -38,7 +39,7 @@ def _is_batched(x):
     return _is_dataset(x) or isinstance(x, keras.utils.PyDataset)
 
 
-class Task(PresetMixin, IdRangeCheckedModel, FunctionalModel):
+class Task(PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalModel):
     """A backbone plus a head, compiled with working defaults on creation.
 
     Subclasses build a functional graph and define `default_loss()` and

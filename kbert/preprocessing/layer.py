@@ -11,6 +11,8 @@ JAX or torch backend hand back backend tensors.
 import keras
 import numpy as np
 
+from kbert.utils.strings import checked_string
+
 
 class PreprocessingLayer(keras.layers.Layer):
     """Base class: no weights, no input conversion, TF ops inside."""
@@ -30,29 +32,6 @@ def in_tf_graph():
     import tensorflow as tf  # lazy: TF only when text is tokenized
 
     return not tf.executing_eagerly()
-
-
-def _check_python_string(value, where):
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, np.bytes_)):
-        try:
-            value.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise ValueError(
-                f"{where} is not valid UTF-8 ({error.reason} at byte "
-                f"{error.start}): {bytes(value[:40])!r}. Decode it to str first."
-            ) from None
-        return bytes(value)
-    if value is None:
-        raise ValueError(f"{where} is None; expected a string.")
-    if isinstance(value, (list, tuple, np.ndarray, dict)):
-        raise ValueError(
-            f"{where} is a {type(value).__name__}: nested lists are not "
-            "supported. Pass one flat list of strings (one per example); "
-            "for sentence pairs pass a tuple of two such lists."
-        )
-    raise ValueError(f"{where} is {type(value).__name__} {value!r}; expected a string.")
 
 
 def as_string_batch(inputs, name="inputs"):
@@ -75,10 +54,10 @@ def as_string_batch(inputs, name="inputs"):
             raise ValueError(f"{name} must have a known rank.")
         if not in_tf_graph():
             for index, value in enumerate(np.reshape(inputs.numpy(), [-1])):
-                _check_python_string(value, f"{name}[{index}]")
+                checked_string(value, f"{name}[{index}]")
         tensor = inputs
     elif isinstance(inputs, (str, bytes, np.str_, np.bytes_)):
-        tensor = tf.constant(_check_python_string(inputs, name))
+        tensor = tf.constant(checked_string(inputs, name))
     elif isinstance(inputs, np.ndarray):
         if inputs.dtype.kind not in "USO":
             raise ValueError(
@@ -90,14 +69,13 @@ def as_string_batch(inputs, name="inputs"):
                 f"array of shape {inputs.shape}."
             )
         flat = [
-            _check_python_string(value, f"{name}[{index}]")
+            checked_string(value, f"{name}[{index}]")
             for index, value in enumerate(np.reshape(inputs, [-1]).tolist())
         ]
         tensor = tf.reshape(tf.constant(flat, tf.string), inputs.shape)
     elif isinstance(inputs, (list, tuple)):
         flat = [
-            _check_python_string(value, f"{name}[{index}]")
-            for index, value in enumerate(inputs)
+            checked_string(value, f"{name}[{index}]") for index, value in enumerate(inputs)
         ]
         tensor = tf.constant(flat, dtype=tf.string, shape=[len(flat)])
     else:

@@ -132,6 +132,11 @@ def texts_from_words(inputs):
     """
     if isinstance(inputs, str):
         return [inputs]
+    if not isinstance(inputs, (list, tuple, np.ndarray)):
+        raise ValueError(
+            "Token classification takes a text, a list of texts or a list of word "
+            f"lists; received {type(inputs).__name__} {inputs!r:.80}."
+        )
     texts = []
     for index, item in enumerate(inputs):
         if isinstance(item, bytes):
@@ -139,7 +144,18 @@ def texts_from_words(inputs):
         if isinstance(item, str):
             texts.append(item)
             continue
-        words = [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in item]
+        if not isinstance(item, (list, tuple, np.ndarray)):
+            raise ValueError(
+                f"Example {index} is {type(item).__name__} {item!r:.80}; expected a "
+                "text or a list of words."
+            )
+        words = [w.decode("utf-8") if isinstance(w, bytes) else w for w in item]
+        for position, word in enumerate(words):
+            if not isinstance(word, str):
+                raise ValueError(
+                    f"Example {index}, word {position} is {type(word).__name__} "
+                    f"{word!r:.80}; expected a string."
+                )
         if any(not word or any(c.isspace() for c in word) for word in words):
             raise ValueError(
                 f"Example {index}: words must be non-empty and hold no whitespace; "
