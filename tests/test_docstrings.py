@@ -27,6 +27,7 @@ ONCE_ON_TORCH = (
     "kbert.cli",
     "kbert.data",
     "kbert.finetuning",
+    "kbert.inference.wordpiece_text",
     "kbert.preprocessing",
     "kbert.presets",
     "kbert.sources",

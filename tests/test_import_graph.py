@@ -41,6 +41,7 @@ LAZY = {
     "flatbuffers",
     "mediapipe",
     "matplotlib",
+    "huggingface_hub",  # optional: hf:// handles only
 }
 
 once = pytest.mark.skipif(keras.backend.backend() != "jax", reason="checked once, on JAX")

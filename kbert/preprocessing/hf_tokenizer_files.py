@@ -8,6 +8,7 @@ normalizer's `lowercase` / `strip_accents`.
 import json
 import os
 
+from kbert.preprocessing import keras_hub_tokenizer_files
 from kbert.preprocessing.vocabulary import VOCABULARY_FILE, load_vocabulary, save_vocabulary
 
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
@@ -52,7 +53,8 @@ def _from_tokenizer_json(path):
 def read_tokenizer_files(directory):
     """Tokenizer arguments from a Hugging Face (or kbert) directory.
 
-    Reads `vocab.txt` with `tokenizer_config.json` (`do_lower_case`, default
+    A keras-hub preset's files are read by `keras_hub_tokenizer_files`.
+    Otherwise reads `vocab.txt` with `tokenizer_config.json` (`do_lower_case`, default
     True as in HF's BertTokenizer; `strip_accents`, default None = follow
     lowercase), or else `tokenizer.json` alone (vocabulary = `model.vocab`
     ordered by id; lowercase / strip_accents from its `BertNormalizer`).
@@ -69,6 +71,8 @@ def read_tokenizer_files(directory):
     (['[PAD]', '[unused0]'], True, None)
     """
     directory = os.fspath(directory)
+    if keras_hub_tokenizer_files.is_keras_hub_tokenizer(directory):
+        return keras_hub_tokenizer_files.read_keras_hub_tokenizer(directory)
     vocab_path = os.path.join(directory, VOCABULARY_FILE)
     json_path = os.path.join(directory, TOKENIZER_JSON_FILE)
     config_path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
@@ -131,6 +135,8 @@ def read_preprocessor_config(directory):
     path = os.path.join(directory, PREPROCESSOR_CONFIG_FILE)
     if os.path.isfile(path):
         return _read_json(path)
+    if keras_hub_tokenizer_files.is_keras_hub_tokenizer(directory):
+        return keras_hub_tokenizer_files.read_keras_hub_preprocessor(directory)
     sentence_bert = os.path.join(directory, "sentence_bert_config.json")
     if os.path.isfile(sentence_bert):
         length = _read_json(sentence_bert).get("max_seq_length")

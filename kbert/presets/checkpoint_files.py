@@ -9,6 +9,7 @@ import json
 import os
 import struct
 
+import h5py
 import ml_dtypes  # a Keras dependency
 import numpy as np
 from safetensors import safe_open
@@ -146,6 +147,55 @@ class TorchBinReader:
 
     def describe(self, name):
         return name
+
+
+class KerasWeightsReader:
+    """Reads Keras `.weights.h5` files (`save_weights` / keras-hub presets).
+
+    `files` maps a prefix to a file: a variable `layers/dense/vars/0` of the
+    file under prefix `task` is named `task/layers/dense/vars/0`.
+
+    Example:
+    >>> backbone.save_weights("backbone.weights.h5")
+    >>> reader = KerasWeightsReader({"backbone": "backbone.weights.h5"})
+    >>> name = next(n for n in reader.names() if n.endswith("token_embedding/vars/0"))
+    >>> name.split("/")[:2], reader.shape(name)
+    (['backbone', 'layers'], (41, 8))
+    """
+
+    def __init__(self, files, path=None):
+        self.path = path or next(iter(files.values()))
+        self._files = dict(files)
+        self._datasets = {}
+        for prefix, file in files.items():
+
+            def add(name, item, prefix=prefix):
+                # Layer variables only: not a saved optimizer's.
+                if isinstance(item, h5py.Dataset) and name.startswith("layers/"):
+                    self._datasets[f"{prefix}/{name}"] = tuple(item.shape)
+
+            try:
+                with h5py.File(file, "r") as opened:
+                    opened.visititems(add)
+            except OSError as error:
+                raise ValueError(
+                    f"{file} is not a readable Keras weights file ({error})."
+                ) from None
+
+    def names(self):
+        return list(self._datasets)
+
+    def shape(self, name):
+        return self._datasets[name]
+
+    def read(self, name):
+        prefix, inner = name.split("/", 1)
+        with h5py.File(self._files[prefix], "r") as opened:
+            return np.asarray(opened[inner])
+
+    def describe(self, name):
+        prefix, inner = name.split("/", 1)
+        return f"{os.path.basename(self._files.get(prefix, prefix))}:{inner}"
 
 
 class RenamedReader:

@@ -20,6 +20,11 @@ from kbert.presets.huggingface import (
     load_huggingface_preset,
 )
 from kbert.presets.kbert_format import is_kbert_preset, kbert_preset_task, load_kbert_preset
+from kbert.presets.keras_hub import (
+    is_keras_hub_directory,
+    keras_hub_task,
+    load_keras_hub_preset,
+)
 from kbert.sources import resolve_source
 
 
@@ -50,6 +55,13 @@ FORMATS = (
         is_kbert_preset,
         load_kbert_preset,
         kbert_preset_task,
+    ),
+    CheckpointFormat(
+        "a keras-hub preset",
+        "config.json of a keras_hub>BertBackbone",
+        is_keras_hub_directory,
+        load_keras_hub_preset,
+        keras_hub_task,
     ),
     CheckpointFormat(
         "a sentence-transformers directory",
