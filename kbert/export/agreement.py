@@ -26,7 +26,6 @@ from kbert.export.checks import ExportVerificationError, max_abs_diff, merge_dif
 from kbert.export.spec import keras_outputs
 from kbert.export.verification_data import source, token_features, verification_inputs
 
-DEFAULT_MIN_AGREEMENT = 0.99
 # 0.99 then allows 5 different predictions. The Keras reference dominates the
 # cost: eager MiniLM-L6 on torch took about 0.1 s per review on this 2-core
 # machine (busy), i.e. a minute per export.

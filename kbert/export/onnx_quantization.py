@@ -31,6 +31,7 @@ import numpy as np
 
 from kbert.export import agreement
 from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels
+from kbert.export.options import ONNX_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.runtimes import OnnxRunner
 from kbert.export.verification_data import (
     representative_texts,
@@ -38,7 +39,6 @@ from kbert.export.verification_data import (
     verification_inputs,
 )
 
-QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
 CALIBRATION_TEXTS = 256
 
 

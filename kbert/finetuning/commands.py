@@ -2,9 +2,6 @@
 
 import os
 
-from kbert.finetuning.file_finetuning import finetune_on_files
-from kbert.finetuning.recipe import FinetuneRecipe
-
 
 def add_finetune_command(subparsers):
     """Declares `kbert finetune TRAIN [--validation V] [--test T] ...`."""
@@ -36,6 +33,10 @@ def add_finetune_command(subparsers):
 
 def finetune_command(args):
     """Runs `kbert finetune`; prints the test accuracy and where the preset went."""
+    # lazy: keep --help fast
+    from kbert.finetuning.file_finetuning import finetune_on_files
+    from kbert.finetuning.recipe import FinetuneRecipe
+
     recipe = FinetuneRecipe(
         preset=args.preset,
         sequence_length=args.sequence_length,

@@ -8,7 +8,7 @@ import numpy as np
 from kbert.finetuning.classifier_training import build_classifier, train_classifier
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_training_curve
-from kbert.finetuning.table_files import encode_labels, read_examples
+from kbert.utils.labelled_files import encode_labels, read_examples
 
 
 def finetune_on_files(
