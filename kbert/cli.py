@@ -43,7 +43,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     Example:
     >>> parser = argparse.ArgumentParser(prog="x", formatter_class=HelpFormatter)
     >>> _ = parser.add_argument("--steps", type=int, default=10)
-    >>> "--steps STEPS  (default: 10)" in parser.format_help()
+    >>> "(default: 10)" in parser.format_help()
     True
     """
 

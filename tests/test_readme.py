@@ -38,6 +38,11 @@ def test_python_blocks_are_found():
 )
 @pytest.mark.parametrize("readme", READMES)
 def test_readme_python_blocks_run(readme, tmp_path, monkeypatch):
+    from kbert.export import agreement
+
+    # Quantized exports check agreement on 500 reviews; 64 keep the run short
+    # (tests/export measures the full check).
+    monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 64)
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__readme__"}
     for line, code in python_blocks((ROOT / readme).read_text(encoding="utf-8")):
