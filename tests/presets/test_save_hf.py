@@ -268,7 +268,7 @@ def test_transformers_pipeline_truncates_a_long_text_to_the_model_positions(tmp_
     pipeline = transformers.pipeline(
         "text-classification", model=str(tmp_path / "hf"), truncation=True, top_k=None
     )
-    theirs = {row["label"]: row["score"] for row in pipeline(text)}
+    theirs = {row["label"]: row["score"] for row in pipeline([text])[0]}
     # kbert's own packing to the model's 32 positions, the same truncation.
     classifier.preprocessor = preprocessor(sequence_length=32)
     logits = keras.ops.convert_to_numpy(classifier.predict([text], verbose=0))[0]
