@@ -9,6 +9,12 @@ from those features on Rotten Tomatoes.
     python examples/feature_extraction.py --smoke
 """
 
+import sys
+
+from kbert.utils.quiet import quiet_process
+
+quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-up logs
+
 import argparse
 
 import numpy as np
@@ -50,6 +56,9 @@ def main(train_examples, test_examples):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow/absl/CUDA logs"
+    )
     parser.add_argument("--train-examples", type=int, default=2000)
     parser.add_argument("--test-examples", type=int, default=None)
     parser.add_argument("--smoke", action="store_true", help="a tiny run for tests")

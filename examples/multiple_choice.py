@@ -15,6 +15,12 @@ right, but the items only ask to find the stated place; it shows raw
     python examples/multiple_choice.py --smoke    # seconds: a tiny random model (tests)
 """
 
+import sys
+
+from kbert.utils.quiet import quiet_process
+
+quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-up logs
+
 import argparse
 import random
 
@@ -69,6 +75,9 @@ def tiny_chooser(texts):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow/absl/CUDA logs"
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny run for tests")
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args(argv)

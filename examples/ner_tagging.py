@@ -14,6 +14,12 @@ model.
     python examples/ner_tagging.py --smoke    # seconds: a tiny random model (tests)
 """
 
+import sys
+
+from kbert.utils.quiet import quiet_process
+
+quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-up logs
+
 import argparse
 import itertools
 import re
@@ -84,6 +90,9 @@ def tiny_tagger(examples):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow/absl/CUDA logs"
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny run for tests")
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args(argv)

@@ -23,14 +23,19 @@ tokens per second: in 30 minutes it gets past unigram statistics on MLM but
 not yet to NSP.
 """
 
+import sys
+
+from kbert.utils.quiet import quiet_process
+
+quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-up logs
+
 import argparse
 import json
 import os
-import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")  # XLA: the fastest on this CPU
 
-from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command  # noqa: E402
+from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
 
 SENTENCES = [
     "The [MASK] of France is Paris.",
@@ -52,6 +57,9 @@ def kbert(argv):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow/absl/CUDA logs"
+    )
     parser.add_argument("--out", default="out/pretrain_wikipedia")
     parser.add_argument("--steps", type=int, default=6000)
     parser.add_argument("--batch-size", type=int, default=64)

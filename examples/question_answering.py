@@ -18,6 +18,12 @@ several windows, whose probabilities add up (as in Hugging Face's pipeline).
     python examples/question_answering.py --smoke    # seconds: a tiny random model (tests)
 """
 
+import sys
+
+from kbert.utils.quiet import quiet_process
+
+quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-up logs
+
 import argparse
 import random
 
@@ -97,6 +103,9 @@ def tiny_answerer(texts):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow/absl/CUDA logs"
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny run for tests")
     parser.add_argument("--epochs", type=int, default=3)
     args = parser.parse_args(argv)

@@ -8,6 +8,12 @@ reviews.
     python examples/semantic_search.py --smoke
 """
 
+import sys
+
+from kbert.utils.quiet import quiet_process
+
+quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-up logs
+
 import argparse
 
 import numpy as np
@@ -27,6 +33,9 @@ def search(embedder, corpus, queries, k=3, batch_size=64):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow/absl/CUDA logs"
+    )
     parser.add_argument(
         "queries",
         nargs="*",

@@ -6,12 +6,21 @@ The same job as `make demo`, with the training-set size as a flag.
     python examples/sentiment_classification.py --smoke      # seconds, for tests
 """
 
+import sys
+
+from kbert.utils.quiet import quiet_process
+
+quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-up logs
+
 import argparse
 
 from kbert.finetuning import sentiment_demo
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--verbose", action="store_true", help="show TensorFlow/absl/CUDA logs"
+    )
     parser.add_argument("--train-examples", type=int, default=4000)
     parser.add_argument("--out", default="out/sentiment")
     parser.add_argument("--smoke", action="store_true", help="a tiny run for tests")

@@ -1,23 +1,16 @@
-"""kbert: BERT in Keras 3, one implementation on TensorFlow, JAX and PyTorch."""
+"""kbert: BERT in Keras 3, one implementation on TensorFlow, JAX and PyTorch.
 
-from kbert import data, export
-from kbert.inference.pipeline import pipeline
-from kbert.layers.activations import gelu, gelu_approximate
-from kbert.models.backbone import BertBackbone
-from kbert.models.classifier import BertClassifier
-from kbert.models.feature_extractor import BertFeatureExtractor
-from kbert.models.masked_lm import BertMaskedLM
-from kbert.models.multiple_choice import BertMultipleChoice
-from kbert.models.pretrainer import BertPretrainer
-from kbert.models.question_answerer import BertQuestionAnswerer
-from kbert.models.text_embedder import BertTextEmbedder
-from kbert.models.token_classifier import BertTokenClassifier
-from kbert.preprocessing.preprocessor import BertPreprocessor
-from kbert.preprocessing.tokenizer import BertTokenizer
-from kbert.preprocessing.vocabulary import train_vocabulary
-from kbert.presets.hf_save import save_hf
-from kbert.sources import list_presets
-from kbert.tasks.bio import bio_to_spans
+The names below are imported on first use when the `kbert` command starts,
+so that `kbert --help` does not load Keras. In a program, `import kbert`
+imports them at once: Keras then knows every kbert class by its registered
+name, and `keras.saving.load_model("model.keras")` works after `import kbert`
+alone.
+"""
+
+import os
+import sys
+
+from kbert.utils.lazy import lazy_package
 
 __version__ = "0.1.0"
 
@@ -43,3 +36,39 @@ __all__ = [
     "data",
     "export",
 ]
+
+lazy_package(
+    __name__,
+    {
+        "kbert.inference.pipeline": ["pipeline"],
+        "kbert.layers.activations": ["gelu", "gelu_approximate"],
+        "kbert.models.backbone": ["BertBackbone"],
+        "kbert.models.classifier": ["BertClassifier"],
+        "kbert.models.feature_extractor": ["BertFeatureExtractor"],
+        "kbert.models.masked_lm": ["BertMaskedLM"],
+        "kbert.models.multiple_choice": ["BertMultipleChoice"],
+        "kbert.models.pretrainer": ["BertPretrainer"],
+        "kbert.models.question_answerer": ["BertQuestionAnswerer"],
+        "kbert.models.text_embedder": ["BertTextEmbedder"],
+        "kbert.models.token_classifier": ["BertTokenClassifier"],
+        "kbert.preprocessing.preprocessor": ["BertPreprocessor"],
+        "kbert.preprocessing.tokenizer": ["BertTokenizer"],
+        "kbert.preprocessing.vocabulary": ["train_vocabulary"],
+        "kbert.presets.hf_save": ["save_hf"],
+        "kbert.sources": ["list_presets"],
+        "kbert.tasks.bio": ["bio_to_spans"],
+    },
+    submodules=("data", "export"),
+)
+
+
+def _starting_the_command_line():
+    """`kbert ...` (the console script) or `python -m kbert.cli`: while Python
+    imports the package of a `-m` module, `sys.argv[0]` is still "-m"."""
+    program = sys.argv[0] if sys.argv else ""
+    return os.path.basename(program) == "kbert" or program == "-m"
+
+
+if not _starting_the_command_line():
+    for _name in __all__:
+        getattr(sys.modules[__name__], _name)

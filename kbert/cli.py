@@ -4,12 +4,27 @@ A subcommand is a pair: `add_<name>_command(subparsers)` declares its
 arguments and sets `handler`, and the handler takes the parsed arguments and
 returns an exit status. Add new ones to `COMMANDS`.
 
+Rule: declarations stay light. `kbert --help` imports every module that
+defines an `add_*_command`, so such a module imports at its top only plain
+Python (and NumPy): no Keras, TensorFlow, JAX or torch, nor a kbert module that
+loads them. Choices and defaults come from light modules (`kbert.models.
+task_names()`, `kbert.export.options`, `kbert.pretraining.config`); the
+handler imports the work inside its body, under a `# lazy: keep --help fast`
+comment line. Help shows every option's default (no need to
+write it in the help text). tests/test_cli.py checks all of this for every
+subcommand.
+
+Logs: before a handler runs, `kbert.utils.quiet` silences TensorFlow, absl,
+gRPC and CUDA start-up lines (and keeps JAX on the CPU when there is no
+GPU); `--verbose` brings them back.
+
 Example:
     kbert convert all_minilm_l6_v2 out/minilm --to hf
 """
 
 import argparse
 import contextlib
+import copy
 import logging
 import sys
 
@@ -18,9 +33,57 @@ from kbert.finetuning.commands import add_finetune_command
 from kbert.inference.attention_command import add_attention_command
 from kbert.inference.embed_command import add_embed_command
 from kbert.models import task_names
-from kbert.presets.convert import OUTPUT_FORMATS
-from kbert.presets.convert import convert as convert_checkpoint
+from kbert.presets import OUTPUT_FORMATS
 from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
+from kbert.utils.quiet import quiet_logs, quiet_process
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, also for options declared without help text.
+
+    Example:
+    >>> parser = argparse.ArgumentParser(prog="x", formatter_class=HelpFormatter)
+    >>> _ = parser.add_argument("--steps", type=int, default=10)
+    >>> "(default: 10)" in parser.format_help()
+    True
+    """
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (
+            "%(default)" in text
+            or "default" in text
+            or not action.option_strings
+            or action.default in (None, False, argparse.SUPPRESS)
+        ):
+            return text
+        return f"{text} (default: %(default)s)".strip()
+
+    def _format_action(self, action):
+        if not action.help:
+            text = self._get_help_string(action)
+            if text:
+                action = copy.copy(action)
+                action.help = text
+        return super()._format_action(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of `kbert` and of each subcommand: defaults shown, `--verbose`.
+
+    Example:
+    >>> Parser(prog="kbert").parse_args(["--verbose"]).verbose
+    True
+    """
+
+    def __init__(self, *args, formatter_class=HelpFormatter, **kwargs):
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        self.add_argument(
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show the TensorFlow, absl and CUDA logs hidden by default",
+        )
 
 
 @contextlib.contextmanager
@@ -56,7 +119,7 @@ def add_convert_command(subparsers):
     parser.add_argument("source")
     parser.add_argument("destination")
     parser.add_argument(
-        "--to", choices=OUTPUT_FORMATS, default="kbert", help="output format (kbert)"
+        "--to", choices=OUTPUT_FORMATS, default="kbert", help="output format"
     )
     parser.add_argument(
         "--task",
@@ -93,6 +156,9 @@ def convert(args):
         overrides["num_classes"] = args.num_classes
     if args.num_choices is not None:
         overrides["num_choices"] = args.num_choices
+    # lazy: keep --help fast
+    from kbert.presets.convert import convert as convert_checkpoint
+
     with _print_loading_log():
         model, task, directory = convert_checkpoint(
             args.source,
@@ -142,10 +208,10 @@ def build_parser():
     >>> build_parser().parse_args(["convert", "a", "b"]).to
     'kbert'
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kbert", description="BERT in Keras 3: convert, fine-tune, export."
     )
-    subparsers = parser.add_subparsers(dest="command", required=True)
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for add_command in COMMANDS:
         add_command(subparsers)
     return parser
@@ -161,6 +227,11 @@ def main(argv=None):
     0
     """
     args = build_parser().parse_args(argv)
+    verbose = getattr(args, "verbose", False)
+    if argv is None:  # this process's own command line: filter its stderr too
+        quiet_process(verbose)
+    else:
+        quiet_logs(verbose)
     try:
         return args.handler(args)
     except ValueError as error:

@@ -16,10 +16,18 @@ Example (`onnx_file` was written by `kbert.export.onnx(classifier, path)`):
 (['logits', 'probabilities'], 'onnxruntime ... (CPU)')
 """
 
-from kbert.export.checks import ExportVerificationError
-from kbert.export.onnx import onnx
-from kbert.export.openvino import openvino
-from kbert.export.saved_model import saved_model
-from kbert.export.tflite import tflite
+from kbert.utils.lazy import lazy_package
 
 __all__ = ["ExportVerificationError", "onnx", "openvino", "saved_model", "tflite"]
+
+# Imported on first use: `kbert export --help` loads no exporter.
+lazy_package(
+    __name__,
+    {
+        "kbert.export.checks": ["ExportVerificationError"],
+        "kbert.export.onnx": ["onnx"],
+        "kbert.export.openvino": ["openvino"],
+        "kbert.export.saved_model": ["saved_model"],
+        "kbert.export.tflite": ["tflite"],
+    },
+)

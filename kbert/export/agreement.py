@@ -31,7 +31,6 @@ from kbert.export.verification_data import (
     verification_inputs,
 )
 
-DEFAULT_MIN_AGREEMENT = 0.99
 # 0.99 then allows 5 different predictions. The Keras reference dominates the
 # cost: eager MiniLM-L6 on torch took about 0.1 s per review on this 2-core
 # machine (busy), i.e. a minute per export.

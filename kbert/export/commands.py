@@ -11,15 +11,14 @@ Example:
 
 import json
 
-from kbert.export import record as records
-from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
-from kbert.export.model_source import load_model
-from kbert.export.onnx import DEFAULT_OPSET, onnx
-from kbert.export.onnx_quantization import QUANTIZATIONS
-from kbert.export.openvino import openvino
-from kbert.export.report import artifact_row, artifact_runtimes, keras_row, report_table
-from kbert.export.saved_model import saved_model
-from kbert.export.tflite import FLAVOURS, tflite
+from kbert.export.options import (
+    DEFAULT_MIN_AGREEMENT,
+    DEFAULT_OPSET,
+    DIRECTORY_FORMATS,
+    FLAVOURS,
+    ONNX_QUANTIZATIONS,
+)
+from kbert.utils.labelled_files import read_examples
 from kbert.utils.output_paths import check_output_path
 
 
@@ -50,11 +49,11 @@ def add_export_command(subparsers):
         "--flavour",
         choices=FLAVOURS,
         default="token_ids",
-        help="TFLite flavour (token_ids)",
+        help="TFLite flavour",
     )
     parser.add_argument(
         "--quantization",
-        choices=[q for q in QUANTIZATIONS if q],
+        choices=[q for q in ONNX_QUANTIZATIONS if q],
         help="TFLite or ONNX quantization (default: none, float32); dynamic_int8 is "
         "the one that keeps the predictions",
     )
@@ -63,7 +62,7 @@ def add_export_command(subparsers):
         type=float,
         default=DEFAULT_MIN_AGREEMENT,
         help="a quantized artifact must predict as the Keras model does on this share "
-        f"of 500 held-out reviews, or it is not written ({DEFAULT_MIN_AGREEMENT})",
+        "of 500 held-out reviews, or it is not written",
     )
     parser.add_argument("--sequence-length", type=int, help="TFLite static sequence length")
     parser.add_argument(
@@ -79,9 +78,7 @@ def add_export_command(subparsers):
         type=float,
         help="TFLite: accept this verification bound (relative when quantized)",
     )
-    parser.add_argument(
-        "--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset ({DEFAULT_OPSET})"
-    )
+    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET, help="ONNX opset")
     parser.set_defaults(handler=export_command)
 
 
@@ -98,8 +95,15 @@ def export_command(args):
     Verified: {...}
     0
     """
-    directory = args.format in records.RECORD_FILES
+    directory = args.format in DIRECTORY_FORMATS
     check_output_path(args.output, "directory" if directory else "file")
+    # lazy: keep --help fast
+    from kbert.export.model_source import load_model
+    from kbert.export.onnx import onnx
+    from kbert.export.openvino import openvino
+    from kbert.export.saved_model import saved_model
+    from kbert.export.tflite import tflite
+
     model = load_model(args.model)
     text_pairs = True if args.text_pairs else None
     if args.format == "saved_model":
@@ -147,7 +151,7 @@ def export_command(args):
 
 
 def add_verify_command(subparsers):
-    """Declares `kbert verify ARTIFACT [ARTIFACT ...] [--model MODEL]`.
+    """Declares `kbert verify ARTIFACT [ARTIFACT ...] [--model MODEL] [--data FILE]`.
 
     Example:
     >>> import argparse
@@ -163,16 +167,32 @@ def add_verify_command(subparsers):
         "IR directory) on its "
         "runtime (an .onnx on onnxruntime and, when installed, OpenVINO at the precision "
         "it picks for this CPU and at float32) and print a table: size, runtime, "
-        "max |artifact - Keras|, accuracy on held-out Rotten Tomatoes reviews (two-class "
-        "classifiers), agreement with Keras, batch-1 latency.",
+        "max |artifact - Keras|, agreement with Keras, batch-1 latency, and the "
+        "accuracy of a classifier on labelled examples you pass with --data (none "
+        "without it).",
     )
     parser.add_argument("artifacts", nargs="+", metavar="artifact")
     parser.add_argument(
         "--model",
         help="the Keras model (default: the source named in the artifact's record)",
     )
-    parser.add_argument("--num-examples", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=20, help="timed calls (20)")
+    parser.add_argument(
+        "--data", help="labelled examples (.csv with a header row, or .jsonl) for accuracy"
+    )
+    parser.add_argument("--text-column", default="text", help="text column of --data")
+    parser.add_argument("--pair-column", help="second text of a pair in --data")
+    parser.add_argument(
+        "--label-column",
+        default="label",
+        help="label column of --data: the model's label names or class ids",
+    )
+    parser.add_argument(
+        "--num-examples",
+        type=int,
+        default=200,
+        help="examples measured: the first N of --data (at most 32 sentences without)",
+    )
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls")
     parser.set_defaults(handler=verify_command)
 
 
@@ -188,16 +208,66 @@ def verify_command(args):
     | artifact ...| keras ...| onnx ...
     0
     """
-    source = args.model or records.read_record(args.artifacts[0]).get("source")
-    if not source:
-        raise ValueError("Pass --model: the artifact does not name its source model.")
-    model = load_model(source)
-    text_pairs = records.read_record(args.artifacts[0]).get("text_pairs")
-    rows = [keras_row(model, args.num_examples, args.repeats, text_pairs=text_pairs)]
+    # lazy: keep --help fast
+    from kbert.export import record as records
+    from kbert.export.model_source import load_model
+    from kbert.export.report import (
+        artifact_row,
+        artifact_runtimes,
+        keras_row,
+        report_table,
+    )
+
+    first = args.artifacts[0]
+    record = records.read_record(first)
+    labelled = None
+    if args.data:
+        labelled = read_examples(
+            args.data, args.text_column, args.label_column, pair_column=args.pair_column
+        )
+    model = _source_model(first, record, args.model, load_model)
+    options = dict(labelled=labelled)
+    rows = [
+        keras_row(
+            model,
+            args.num_examples,
+            args.repeats,
+            text_pairs=record.get("text_pairs"),
+            **options,
+        )
+    ]
     for artifact in args.artifacts:
         for runtime in artifact_runtimes(artifact):
             rows.append(
-                artifact_row(artifact, model, args.num_examples, args.repeats, runtime)
+                artifact_row(
+                    artifact, model, args.num_examples, args.repeats, runtime, **options
+                )
             )
     print(report_table(rows))
+    if labelled is None:
+        print(
+            "No accuracy without labelled data: pass --data FILE --text-column C "
+            "--label-column L."
+        )
     return 0
+
+
+def _source_model(artifact, record, model, load_model):
+    """The Keras model to compare with: `--model`, else the record's source."""
+    if model:
+        return load_model(model)
+    source = record.get("source")
+    if not source:
+        raise ValueError(
+            f"{artifact}: its export record names no source model; pass --model MODEL "
+            "(the kbert preset, Hugging Face directory or .keras file it was exported "
+            "from)."
+        )
+    try:
+        return load_model(source)
+    except (ValueError, OSError) as error:
+        raise ValueError(
+            f"{artifact}: cannot load its source model {source!r} ({error}); pass "
+            "--model MODEL (the kbert preset, Hugging Face directory or .keras file it "
+            "was exported from)."
+        ) from None

@@ -4,7 +4,25 @@ import os
 
 import keras
 
+from kbert.models import model_classes
+from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.presets.formats import load_checkpoint
+
+
+def register_kbert_classes():
+    """Imports every kbert class a `.keras` file may name, so Keras finds them.
+
+    `import kbert` loads no model class until one is used (a light
+    `kbert --help`); `keras.saving.load_model` looks classes up by their
+    registered names, so a process that only loads a file calls this first.
+
+    Example:
+    >>> register_kbert_classes()
+    >>> "kbert>BertClassifier" in keras.saving.get_custom_objects()
+    True
+    """
+    model_classes()
+    BertPreprocessor  # noqa: B018 - imported above: registers the preprocessing layers
 
 
 def load_model(source, **overrides):
@@ -22,5 +40,6 @@ def load_model(source, **overrides):
     if source.endswith(".keras"):
         if not os.path.isfile(source):
             raise ValueError(f"No such .keras file: {source}.")
+        register_kbert_classes()
         return keras.saving.load_model(source)
     return load_checkpoint(source, **overrides)

@@ -19,6 +19,7 @@ import sys
 import keras
 
 from kbert.export.checks import ExportVerificationError
+from kbert.export.model_source import register_kbert_classes
 from kbert.utils.atomic import atomic_directory, atomic_file
 from kbert.utils.child_process import run_child
 from kbert.utils.owned_temps import work_directory
@@ -98,6 +99,7 @@ def _child_error(stderr):
 def _main(job_path):
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
+    register_kbert_classes()
     model = keras.saving.load_model(job["keras_file"], compile=False)
     export_record = resolve_exporter(job["exporter"])(model, job["path"], **job["options"])
     export_record["backend"] = f"tensorflow (exported from {job['from_backend']})"

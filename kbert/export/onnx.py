@@ -20,13 +20,13 @@ import keras
 import numpy as np
 
 from kbert.export import checks
-from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
 from kbert.export.onnx_axes import BATCH, POSITIONS, SEQUENCE, name_axes
 from kbert.export.onnx_quantization import (
     QUANTIZATIONS,
     QuantizationRecipe,
     quantize_and_verify,
 )
+from kbert.export.options import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET
 from kbert.export.record import build_record, write_with_record
 from kbert.export.runtimes import OnnxRunner
 from kbert.export.spec import export_spec, forward, keras_outputs
@@ -34,7 +34,6 @@ from kbert.export.verification_data import verification_data
 from kbert.utils.atomic import atomic_file
 from kbert.utils.output_paths import check_output_path
 
-DEFAULT_OPSET = 18
 MIN_OPSET = 17
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from kbert.export import agreement
 from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels
+from kbert.export.options import ONNX_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.runtimes import OnnxRunner
 from kbert.export.verification_data import (
     checked_features,
@@ -40,7 +41,6 @@ from kbert.export.verification_data import (
 from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import string_list
 
-QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
 CALIBRATION_TEXTS = 256
 
 

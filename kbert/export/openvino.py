@@ -14,6 +14,7 @@ import os
 
 from kbert.export import agreement, checks
 from kbert.export.onnx import onnx as export_onnx
+from kbert.export.options import DEFAULT_MIN_AGREEMENT
 from kbert.export.record import OPENVINO_XML, build_record, write_with_record
 from kbert.export.runtimes import OpenVinoRunner
 from kbert.export.spec import export_spec, keras_outputs
@@ -23,7 +24,7 @@ from kbert.utils.output_paths import check_output_path
 from kbert.utils.owned_temps import work_directory
 
 
-def openvino(model, path, source=None, min_agreement=agreement.DEFAULT_MIN_AGREEMENT):
+def openvino(model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT):
     """Exports `model` (token ids in) to a verified OpenVINO IR directory.
 
     Args:
@@ -68,7 +69,7 @@ def openvino(model, path, source=None, min_agreement=agreement.DEFAULT_MIN_AGREE
     return export_record
 
 
-def verify_openvino(model, spec, xml, min_agreement=agreement.DEFAULT_MIN_AGREEMENT):
+def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
     """Runs the IR on OpenVINO against the Keras model; returns the summary.
 
     Example:

@@ -4,12 +4,13 @@ Keras model, on real data.
 Exporters verify an artifact before writing it; this report measures one
 already written, on each runtime it runs on (an ONNX file on onnxruntime and
 OpenVINO). For each artifact and runtime: its size, the runtime it ran on, the
-largest difference from the Keras model's outputs, task accuracy on held-out
-Rotten Tomatoes reviews (two-class classifiers; other tasks report agreement
-with Keras only) and the batch-1 latency. A Keras row gives the float32
-baseline. Below the table, each artifact that tokenizes on its own (TFLite
-`"string"`, MediaPipe) gets a line on how its tokenizer reads accented and
-mobile-style text (`kbert.export.tokenizer_divergence`).
+largest difference from the Keras model's outputs, agreement with Keras,
+classifier accuracy when the user passes labelled data (`labelled`, e.g.
+`kbert verify --data FILE`; never a guessed data set) and the batch-1
+latency. A Keras row gives the float32 baseline. Below the table, each
+artifact that tokenizes on its own (TFLite `"string"`, MediaPipe) gets a line
+on how its tokenizer reads accented and mobile-style text
+(`kbert.export.tokenizer_divergence`).
 """
 
 import importlib.util
@@ -34,7 +35,6 @@ from kbert.export.tflite_inputs import (
 from kbert.export.tokenizer_divergence import describe, tokenizer_divergence
 from kbert.export.verification_data import (
     checked_features,
-    labelled_texts,
     texts_to_features,
     token_features,
     verification_inputs,
@@ -87,26 +87,64 @@ def _model(model, record):
     return load_model(model) if isinstance(model, (str, os.PathLike)) else model
 
 
-def evaluation_data(model, spec, num_examples):
-    """`(texts, features, labels)`: held-out reviews for two-class classifiers
-    (labels 1 = fresh), otherwise real sentences without labels.
+def label_ids(model, labels, where="labels"):
+    """Label values -> class ids of `model`: names of its `id2label`, or ids.
 
     Example:
-    >>> texts, features, labels = evaluation_data(classifier, spec, 20)
-    >>> len(labels), features["token_ids"].shape[0]
-    (20, 20)
+    >>> label_ids(classifier, ["1", 0])
+    [1, 0]
     """
-    labels = None
-    if (
-        spec.task == "classifier"
-        and model.num_classes == 2
-        and model.problem_type == "single_label"
-    ):
-        labelled = labelled_texts(num_examples)
-        if labelled:
-            texts, labels = {"text": labelled[0]}, np.array(labelled[1])
-    if labels is None:
+    names = {str(name): i for i, name in (getattr(model, "id2label", None) or {}).items()}
+    ids = []
+    for number, label in enumerate(labels, 1):
+        text = str(label).strip()
+        if text in names:
+            ids.append(names[text])
+        elif text.isdigit() and int(text) < model.num_classes:
+            ids.append(int(text))
+        else:
+            known = f"its labels {sorted(names)} or " if names else ""
+            raise ValueError(
+                f"{where}: label {label!r} of example {number} is not one of the "
+                f"model's classes ({known}class ids 0 to {model.num_classes - 1})."
+            )
+    return ids
+
+
+def evaluation_data(model, spec, num_examples, labelled=None, where="labelled data"):
+    """`(texts, features, labels)`: the first `num_examples` of `labelled`
+    (`(texts, label values)`, texts a list or, for pairs, a tuple of two
+    lists) with their class ids, or, without it, real sentences and no labels.
+
+    Example:
+    >>> texts, features, labels = evaluation_data(
+    ...     classifier, spec, 20, (["A fine film.", "Dull."], [1, 0]))
+    >>> list(labels), features["token_ids"].shape[0]
+    ([1, 0], 2)
+    >>> evaluation_data(classifier, spec, 20)[2] is None  # agreement only
+    True
+    """
+    if labelled is None:
         texts = verification_inputs(spec, min(num_examples, 32))
+        labels = None
+    else:
+        if spec.task != "classifier" or model.problem_type != "single_label":
+            raise ValueError(
+                f"{where}: accuracy is measured for single-label classifiers; this "
+                f"model is a {spec.task} ({getattr(model, 'problem_type', '')})."
+            )
+        columns, values = labelled
+        columns = columns if isinstance(columns, tuple) else (columns,)
+        if len(columns) != len(spec.text_inputs):
+            raise ValueError(
+                f"{where}: the model takes {len(spec.text_inputs)} text(s) per example "
+                f"({', '.join(spec.text_inputs)}); got {len(columns)} column(s)."
+            )
+        texts = {
+            name: list(column[:num_examples])
+            for name, column in zip(spec.text_inputs, columns)
+        }
+        labels = np.array(label_ids(model, values[:num_examples], where))
     features = checked_features(
         model,
         token_features(model.preprocessor, spec, texts),
@@ -223,7 +261,9 @@ def _quality(spec, got, want, labels):
     return accuracy, float(np.mean(same))
 
 
-def artifact_row(artifact, model=None, num_examples=200, repeats=20, runtime=None):
+def artifact_row(
+    artifact, model=None, num_examples=200, repeats=20, runtime=None, labelled=None
+):
     """Measures one artifact against the Keras model; returns a table row.
 
     Args:
@@ -231,11 +271,13 @@ def artifact_row(artifact, model=None, num_examples=200, repeats=20, runtime=Non
             file written by `kbert.export`.
         model: the Keras model, or its preset directory / `.keras` file;
             default: the source the artifact's export record names.
-        num_examples: held-out reviews for accuracy.
+        num_examples: examples measured (at most 32 when not `labelled`).
         repeats: timed batch-1 calls for the latency.
         runtime: one of `artifact_runtimes(artifact)`; default the first:
             for an ONNX file `"onnxruntime"`, else `"openvino"` (OpenVINO
             at the precision it picks for this CPU) or `"openvino_f32"`.
+        labelled: `(texts, label values)` to measure accuracy on (see
+            `evaluation_data`); without it, accuracy is `None`.
 
     Returns:
         A dict with the `COLUMNS` keys (`None` where not applicable).
@@ -258,7 +300,7 @@ def artifact_row(artifact, model=None, num_examples=200, repeats=20, runtime=Non
     if model.preprocessor is None:
         raise ValueError("kbert verify runs real text: the model needs a preprocessor.")
     spec = export_spec(model, record.get("text_pairs"))
-    texts, features, labels = evaluation_data(model, spec, num_examples)
+    texts, features, labels = evaluation_data(model, spec, num_examples, labelled)
     if kind == "saved_model":
         got, used, seconds, runtime = _run_saved_model(
             artifact, record, texts, features, repeats
@@ -303,7 +345,7 @@ def artifact_row(artifact, model=None, num_examples=200, repeats=20, runtime=Non
     return row
 
 
-def keras_row(model, num_examples=200, repeats=20, text_pairs=None):
+def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=None):
     """The float32 Keras baseline row of the `kbert verify` table.
 
     Example:
@@ -311,7 +353,7 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None):
     'keras'
     """
     spec = export_spec(model, text_pairs)
-    _, features, labels = evaluation_data(model, spec, num_examples)
+    _, features, labels = evaluation_data(model, spec, num_examples, labelled)
     # As users run the Keras model: length-bucketed batches (the artifacts
     # take the fixed-length inputs their signatures declare).
     want = model.export_outputs(model.predict_features(features))

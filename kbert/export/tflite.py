@@ -27,8 +27,9 @@ import keras
 import numpy as np
 
 from kbert.export import tflite_metadata
-from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
 from kbert.export.on_tensorflow import export_on_tensorflow
+from kbert.export.options import DEFAULT_MIN_AGREEMENT, FLAVOURS
+from kbert.export.options import TFLITE_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.record import build_record, write_with_record
 from kbert.export.runtimes import TFLiteRunner, tflite_custom_ops
 from kbert.export.spec import export_spec, forward
@@ -46,8 +47,6 @@ from kbert.utils.output_paths import check_output_path
 from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import string_list
 
-FLAVOURS = ("string", "token_ids", "mediapipe")
-QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
 # The tasks MediaPipe Tasks / the TFLite Task Library run: TextClassifier,
 # BertQuestionAnswerer, TextEmbedder.
 MEDIAPIPE_TASKS = ("classifier", "question_answerer", "text_embedder")

@@ -3,7 +3,7 @@
 import numpy as np
 
 from kbert.export import checks
-from kbert.export.agreement import DEFAULT_MIN_AGREEMENT
+from kbert.export.options import DEFAULT_MIN_AGREEMENT
 from kbert.export.runtimes import MediaPipeClassifierRunner, TFLiteRunner
 from kbert.export.spec import keras_outputs
 from kbert.export.tflite_agreement import tflite_agreement

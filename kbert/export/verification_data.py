@@ -154,24 +154,6 @@ def verification_inputs(spec, count=16, offset=0):
     return {first: texts[:count], second: texts[1 : count + 1]}
 
 
-def labelled_texts(count=200):
-    """`(texts, labels)`: held-out reviews, label 1 fresh (positive), 0 rotten.
-
-    Returns `None` when the corpus is unavailable: accuracy is then not
-    measured.
-
-    Example:
-    >>> texts, labels = labelled_texts(200)
-    >>> len(texts), sorted(set(labels))
-    (200, [0, 1])
-    """
-    split = _split()
-    if split is None:
-        return None
-    texts, labels = split["test"]
-    return list(texts[:count]), list(labels[:count])
-
-
 def representative_texts(count=100):
     """Real training sentences to calibrate full-int8 quantization on.
 

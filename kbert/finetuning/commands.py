@@ -72,7 +72,7 @@ def add_finetune_command(subparsers):
 def finetune_command(args):
     """Runs `kbert finetune`; prints per-epoch metrics, the per-class table
     and where the preset, results.json and the PNGs went."""
-    # lazy: Keras and the model load only when the command runs, not for --help
+    # lazy: keep --help fast
     from kbert.finetuning.file_finetuning import finetune_on_files
 
     recipe = FinetuneRecipe(

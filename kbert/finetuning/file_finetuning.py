@@ -16,10 +16,10 @@ from kbert.finetuning.classifier_training import (
 from kbert.finetuning.metrics import classification_report, confusion_matrix, report_table
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_confusion_matrix, save_training_curve
-from kbert.finetuning.table_files import encode_labels, read_examples
 from kbert.models.classifier import BertClassifier
 from kbert.pretraining.distribution import data_parallel
 from kbert.utils import cluster as cluster_lib
+from kbert.utils.labelled_files import encode_labels, read_examples
 from kbert.utils.output_paths import check_output_path
 
 

@@ -41,7 +41,7 @@ def add_attention_command(subparsers):
 
 def attention_command(args):
     """Runs `kbert attention`; prints what was drawn and where."""
-    # lazy: Keras and the model load only when the command runs, not for --help
+    # lazy: keep --help fast
     from kbert.inference.attention_plot import save_attention_map
 
     path, description = save_attention_map(

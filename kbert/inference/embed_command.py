@@ -2,9 +2,6 @@
 
 import json
 
-import numpy as np
-
-from kbert.models.text_embedder import BertTextEmbedder
 from kbert.utils.atomic import atomic_file
 from kbert.utils.output_paths import check_output_path
 from kbert.utils.text_files import read_rows, read_text
@@ -64,6 +61,12 @@ def embed_command(args):
     if not args.output.endswith((".npy", ".jsonl")):
         raise ValueError(f"OUTPUT must end in .npy or .jsonl; got {args.output!r}.")
     check_output_path(args.output, "file")
+    # lazy: keep --help fast
+    import numpy as np
+
+    # lazy: keep --help fast
+    from kbert.models.text_embedder import BertTextEmbedder
+
     texts = read_texts(args.input, args.text_column)
     overrides = {"sequence_length": args.sequence_length} if args.sequence_length else {}
     embedder = BertTextEmbedder.from_preset(args.preset, **overrides)

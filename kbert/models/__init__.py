@@ -3,29 +3,29 @@
 Each class declares in its own file what converters, exporters and the
 command line need to know about it (`kbert.models.preset_io.PresetMixin`).
 `MODEL_CLASSES` lists the classes they offer by task name: a new head adds
-its class here, and nowhere else outside its own file.
+its class (and its task name) to `_TASKS` here, and nowhere else outside its
+own file.
+
+The classes are imported on first use: `task_names()` answers without Keras
+(the command line's `--task` choices, `kbert --help`).
 """
 
-from kbert.models.backbone import BertBackbone
-from kbert.models.classifier import BertClassifier
-from kbert.models.masked_lm import BertMaskedLM
-from kbert.models.multiple_choice import BertMultipleChoice
-from kbert.models.pretrainer import BertPretrainer
-from kbert.models.question_answerer import BertQuestionAnswerer
-from kbert.models.text_embedder import BertTextEmbedder
-from kbert.models.token_classifier import BertTokenClassifier
+import importlib
 
-# In detection order: of two classes that fit a checkpoint equally well
-# (`BertModel`: backbone or text embedder), the first wins.
-MODEL_CLASSES = (
-    BertBackbone,
-    BertMaskedLM,
-    BertPretrainer,
-    BertClassifier,
-    BertTokenClassifier,
-    BertQuestionAnswerer,
-    BertMultipleChoice,
-    BertTextEmbedder,
+from kbert.utils.lazy import lazy_package
+
+# (task name, module, class), in detection order: of two classes that fit a
+# checkpoint equally well (`BertModel`: backbone or text embedder), the first
+# wins. Each task name is its class's `task_name` (tests/models check it).
+_TASKS = (
+    ("backbone", "kbert.models.backbone", "BertBackbone"),
+    ("masked_lm", "kbert.models.masked_lm", "BertMaskedLM"),
+    ("pretrainer", "kbert.models.pretrainer", "BertPretrainer"),
+    ("classifier", "kbert.models.classifier", "BertClassifier"),
+    ("token_classifier", "kbert.models.token_classifier", "BertTokenClassifier"),
+    ("question_answerer", "kbert.models.question_answerer", "BertQuestionAnswerer"),
+    ("multiple_choice", "kbert.models.multiple_choice", "BertMultipleChoice"),
+    ("text_embedder", "kbert.models.text_embedder", "BertTextEmbedder"),
 )
 
 
@@ -36,7 +36,19 @@ def task_names():
     >>> task_names()[:3]
     ('backbone', 'masked_lm', 'pretrainer')
     """
-    return tuple(cls.task_name for cls in MODEL_CLASSES)
+    return tuple(name for name, _, _ in _TASKS)
+
+
+def model_classes():
+    """The model classes by task, in detection order (imports them).
+
+    Example:
+    >>> [cls.__name__ for cls in model_classes()][:2]
+    ['BertBackbone', 'BertMaskedLM']
+    """
+    return tuple(
+        getattr(importlib.import_module(module), name) for _, module, name in _TASKS
+    )
 
 
 def model_class(task_name):
@@ -46,7 +58,14 @@ def model_class(task_name):
     >>> model_class("classifier").__name__
     'BertClassifier'
     """
-    for cls in MODEL_CLASSES:
-        if cls.task_name == task_name:
-            return cls
+    for name, module, class_name in _TASKS:
+        if name == task_name:
+            return getattr(importlib.import_module(module), class_name)
     raise ValueError(f"Unknown task {task_name!r}; expected one of {list(task_names())}.")
+
+
+lazy_package(
+    __name__,
+    {module: [name] for _, module, name in _TASKS},
+    computed={"MODEL_CLASSES": model_classes},
+)

@@ -6,12 +6,18 @@ every class states its own in its file, and no table elsewhere repeats them.
 
 `from_preset` / `save_to_preset` run the checkpoint formats of
 `kbert.presets`, which sits above the models: it builds models and reads
-these declarations, so the models cannot import it. Importing
-`kbert.presets` (which `import kbert` does) hands its loader and saver to
-`use_preset_formats`.
+these declarations, so the models cannot import it statically. Importing
+`kbert.presets.formats` hands its loader and saver to `use_preset_formats`;
+the first `from_preset` / `save_to_preset` imports it by name when nothing
+has yet (`import kbert` loads no model, to keep `kbert --help` light).
 """
 
+import importlib
+
 from kbert.utils.output_paths import check_output_path
+
+# The module that registers the checkpoint formats on import.
+_FORMATS_MODULE = "kbert.presets.formats"
 
 _preset_formats = {}
 
@@ -20,14 +26,16 @@ def use_preset_formats(load, save):
     """Connects `from_preset` / `save_to_preset` to the checkpoint formats.
 
     `load(cls, source, **overrides)` builds a model; `save(model, directory)`
-    writes a kbert preset. `kbert.presets` calls this once, on import.
+    writes a kbert preset. `kbert.presets.formats` calls this once, on import.
     """
     _preset_formats.update(load=load, save=save)
 
 
 def _preset_format(action):
-    if action not in _preset_formats:  # only while `kbert.presets` is half-imported
-        raise RuntimeError("kbert.presets is not imported yet: `import kbert` first.")
+    if action not in _preset_formats:
+        importlib.import_module(_FORMATS_MODULE)
+    if action not in _preset_formats:  # only while it is half-imported
+        raise RuntimeError(f"{_FORMATS_MODULE} is half-imported: import kbert first.")
     return _preset_formats[action]
 
 

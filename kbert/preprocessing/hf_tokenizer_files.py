@@ -124,6 +124,26 @@ def write_tokenizer_files(directory, vocabulary, lowercase, strip_accents):
         json.dump(config, file, indent=2)
 
 
+def set_model_max_length(directory, length):
+    """Records the model's longest input (its positions) in `tokenizer_config.json`.
+
+    `transformers` tokenizers truncate to `model_max_length`; without it
+    (`truncation=True` in a `pipeline`) they let longer texts through to
+    position embeddings that do not exist.
+
+    Example:
+    >>> write_tokenizer_files("out", ["[PAD]", "[UNK]"], True, None)
+    >>> set_model_max_length("out", 512)
+    >>> _read_json("out/tokenizer_config.json")["model_max_length"]
+    512
+    """
+    path = os.path.join(os.fspath(directory), TOKENIZER_CONFIG_FILE)
+    config = _read_json(path)
+    config["model_max_length"] = int(length)
+    with open(path, "w") as file:
+        json.dump(config, file, indent=2)
+
+
 def read_preprocessor_config(directory):
     """`preprocessor_config.json` as a dict; `{}` when the file is absent.
 

@@ -1,13 +1,12 @@
 """Converting a checkpoint to a kbert preset or a Hugging Face directory."""
 
 from kbert.models import model_class
+from kbert.presets import OUTPUT_FORMATS
 from kbert.presets.formats import detect_task
 from kbert.presets.hf_save import save_hf
 from kbert.presets.weight_map import progress_bar
 from kbert.sources import resolve_source
 from kbert.utils.output_paths import check_output_path
-
-OUTPUT_FORMATS = ("kbert", "hf")
 
 
 def convert(source, destination, to="kbert", task="auto", weights_only=False, **overrides):

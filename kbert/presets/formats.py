@@ -10,7 +10,7 @@ new row (and its module).
 import dataclasses
 import os
 
-from kbert.models import model_class
+from kbert.models import model_class, preset_io
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.presets.google import google_task, is_google_directory, load_google_preset
 from kbert.presets.huggingface import (
@@ -19,7 +19,12 @@ from kbert.presets.huggingface import (
     is_sentence_transformers_directory,
     load_huggingface_preset,
 )
-from kbert.presets.kbert_format import is_kbert_preset, kbert_preset_task, load_kbert_preset
+from kbert.presets.kbert_format import (
+    is_kbert_preset,
+    kbert_preset_task,
+    load_kbert_preset,
+    save_kbert_preset,
+)
 from kbert.presets.keras_hub import (
     is_keras_hub_directory,
     keras_hub_task,
@@ -170,3 +175,6 @@ def load_checkpoint(source, task="auto", **overrides):
     if task == "auto":
         task = detect_task(directory)
     return model_class(task).from_preset(directory, **overrides)
+
+
+preset_io.use_preset_formats(load_preset, save_kbert_preset)

@@ -6,6 +6,7 @@ import os
 from safetensors.numpy import save_file
 
 from kbert.models.text_embedder import BertTextEmbedder
+from kbert.preprocessing.hf_tokenizer_files import set_model_max_length
 from kbert.presets.hf_config import hf_config
 from kbert.presets.hf_weight_map import stored_name
 from kbert.presets.huggingface import bind_hf_weights
@@ -45,10 +46,11 @@ def save_hf(model, directory):
         save_file(
             tensors, os.path.join(tmp, "model.safetensors"), metadata={"format": "pt"}
         )
+        backbone = getattr(model, "backbone", model)
         if preprocessor is not None and hasattr(preprocessor, "save_to_preset"):
             preprocessor.save_to_preset(tmp)
+            set_model_max_length(tmp, backbone.max_sequence_length)
         if isinstance(model, BertTextEmbedder):
-            backbone = model.backbone
             length = getattr(preprocessor, "sequence_length", None)
             write_sentence_transformers_files(
                 model, tmp, max_seq_length=length or backbone.max_sequence_length

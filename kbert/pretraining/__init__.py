@@ -3,28 +3,7 @@
 TensorFlow is imported only when data is created or read (inside functions).
 """
 
-from kbert.optimization.optimizers import bert_optimizer
-from kbert.optimization.schedules import WarmupLinearDecay
-from kbert.pretraining.checkpointing import (
-    StopOnNaN,
-    TrainingCheckpoint,
-    TrainingDivergedError,
-)
-from kbert.pretraining.data_creation import create_pretraining_data
-from kbert.pretraining.dataset import pretraining_dataset
-from kbert.pretraining.distribution import (
-    bert_layout_map,
-    data_parallel,
-    mirrored_strategy,
-    model_parallel,
-)
-from kbert.pretraining.documents import (
-    documents_from_texts,
-    read_documents,
-    split_sentences,
-)
-from kbert.pretraining.masking import MaskedLMMasker
-from kbert.pretraining.training import MetricsLogger, pretrain
+from kbert.utils.lazy import lazy_package
 
 __all__ = [
     "MaskedLMMasker",
@@ -45,3 +24,32 @@ __all__ = [
     "read_documents",
     "split_sentences",
 ]
+
+# Imported on first use: `kbert pretrain --help` loads no Keras.
+lazy_package(
+    __name__,
+    {
+        "kbert.optimization.optimizers": ["bert_optimizer"],
+        "kbert.optimization.schedules": ["WarmupLinearDecay"],
+        "kbert.pretraining.checkpointing": [
+            "StopOnNaN",
+            "TrainingCheckpoint",
+            "TrainingDivergedError",
+        ],
+        "kbert.pretraining.data_creation": ["create_pretraining_data"],
+        "kbert.pretraining.dataset": ["pretraining_dataset"],
+        "kbert.pretraining.distribution": [
+            "bert_layout_map",
+            "data_parallel",
+            "mirrored_strategy",
+            "model_parallel",
+        ],
+        "kbert.pretraining.documents": [
+            "documents_from_texts",
+            "read_documents",
+            "split_sentences",
+        ],
+        "kbert.pretraining.masking": ["MaskedLMMasker"],
+        "kbert.pretraining.training": ["MetricsLogger", "pretrain"],
+    },
+)

@@ -15,10 +15,7 @@ import dataclasses
 import json
 import sys
 
-from kbert.models.pretrainer import BertPretrainer
-from kbert.pretraining.checkpointing import TrainingDivergedError
-from kbert.pretraining.fill_mask import fill_mask
-from kbert.pretraining.pipeline import PretrainingConfig, run_pretraining
+from kbert.pretraining.config import PretrainingConfig
 
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(PretrainingConfig)}
 
@@ -54,7 +51,7 @@ def add_pretrain_command(subparsers):
         "--eval-fraction",
         type=float,
         default=DEFAULTS["eval_fraction"],
-        help="documents held out for evaluation when no --eval-corpus (0.1)",
+        help="documents held out for evaluation when no --eval-corpus",
     )
     data.add_argument("--output", required=True, help="run directory")
     data.add_argument("--vocabulary", help="an existing vocab.txt (else one is trained)")
@@ -72,7 +69,7 @@ def add_pretrain_command(subparsers):
         "--masking",
         choices=("static", "dynamic"),
         default=DEFAULTS["masking"],
-        help="mask once when creating data, or anew every epoch (default)",
+        help="mask once when creating data, or anew every epoch",
     )
     model = parser.add_argument_group("model")
     model.add_argument("--num-layers", type=int, default=DEFAULTS["num_layers"])
@@ -183,8 +180,17 @@ def add_fill_mask_command(subparsers):
 
 
 def run_fill_mask(args):
-    """Runs `kbert fill-mask`: prints the top-k tokens for each `[MASK]`."""
-    model = BertPretrainer.from_preset(args.model)
+    """Runs `kbert fill-mask`: prints the top-k tokens for each `[MASK]`.
+
+    Loads the model as a `BertMaskedLM` (a pretrainer's preset too): the
+    masked-LM head is all it runs, so a missing pooler or next-sentence head
+    is no concern of it.
+    """
+    # lazy: keep --help fast
+    from kbert.models.masked_lm import BertMaskedLM
+    from kbert.pretraining.fill_mask import fill_mask
+
+    model = BertMaskedLM.from_preset(args.model)
     if model.preprocessor is None:
         raise ValueError(f"{args.model} has no vocabulary (vocab.txt) to tokenize with.")
     tokenizer = model.preprocessor.tokenizer
@@ -198,6 +204,10 @@ def run_fill_mask(args):
 
 def run_pretrain(args):
     """Runs `kbert pretrain`: the pipeline of `kbert.pretraining.pipeline`."""
+    # lazy: keep --help fast
+    from kbert.pretraining.checkpointing import TrainingDivergedError
+    from kbert.pretraining.pipeline import run_pretraining
+
     config = PretrainingConfig(
         **{name: getattr(args, name) for name in DEFAULTS if hasattr(args, name)}
     )

@@ -6,13 +6,14 @@ import subprocess
 import sys
 
 import keras
+import numpy as np
 import pytest
 
 from kbert.export import ExportVerificationError, agreement
 from kbert.export.commands import add_export_command, add_verify_command
 from kbert.export.record import read_record
 from kbert.export.runtimes import OpenVinoRunner, openvino_version
-from tests.export.export_helpers import near_ties, tiny_model
+from tests.export.export_helpers import features, keras_outputs, near_ties, tiny_model
 
 
 def _parser():
@@ -37,9 +38,18 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     assert args.handler(args) == 0
     assert os.path.isfile(artifact)
 
-    args = _parser().parse_args(
-        ["verify", artifact, "--num-examples", "20", "--repeats", "2"]
+    # Labelled examples of the user's: accuracy on them, labels by name or id.
+    texts = ["a good film", "a bad movie", "great fun", "boring plot", "not very good"]
+    labels = ["fresh", "rotten", "1", "0", "rotten"]
+    data = tmp_path / "labelled.csv"
+    data.write_text(
+        "review,verdict\n" + "".join(f"{t},{y}\n" for t, y in zip(texts, labels))
     )
+    predicted = np.argmax(keras_outputs(model, features(model, texts))["logits"], -1)
+    accuracy = np.mean(predicted == np.array([1, 0, 1, 0, 0]))
+    command = ["verify", artifact, "--repeats", "2", "--data", str(data)]
+    command += ["--text-column", "review", "--label-column", "verdict"]
+    args = _parser().parse_args(command)
     assert args.handler(args) == 0
     table = capsys.readouterr().out.splitlines()[-6:]
     header, _, keras_line, onnx_line, openvino_line, openvino_f32_line = table
@@ -51,10 +61,48 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     for line in (onnx_line, openvino_f32_line):
         cells = [c.strip() for c in line.split("|")[1:-1]]
         assert float(cells[4]) <= 1e-4  # max |diff|
-        assert 0.0 <= float(cells[5]) <= 1.0  # accuracy on 20 held-out reviews
+        assert float(cells[5]) == pytest.approx(accuracy, abs=1e-3)  # on the 5 examples
         assert float(cells[6]) >= 0.9  # agreement with Keras
     cells = [c.strip() for c in openvino_line.split("|")[1:-1]]
     assert float(cells[6]) >= 0.9
+    assert float(keras_line.split("|")[6]) == pytest.approx(accuracy, abs=1e-3)
+
+    # Without labelled data: agreement only, never a guessed data set.
+    args = _parser().parse_args(
+        ["verify", artifact, "--repeats", "2", "--num-examples", "8"]
+    )
+    assert args.handler(args) == 0
+    out = capsys.readouterr().out
+    onnx_line = next(line for line in out.splitlines() if "onnxruntime" in line)
+    assert onnx_line.split("|")[6].strip() == "n/a"
+    assert "pass --data FILE --text-column C --label-column L" in out
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="the command is backend-agnostic"
+)
+def test_verify_names_the_artifact_and_the_flag_when_the_source_is_missing(tmp_path):
+    model = tiny_model(num_classes=2)
+    source = tmp_path / "classifier.keras"
+    model.save(str(source))
+    artifact = str(tmp_path / "classifier.onnx")
+    args = _parser().parse_args(["export", str(source), "--format", "onnx", "-o", artifact])
+    assert args.handler(args) == 0
+    os.remove(source)
+    args = _parser().parse_args(["verify", artifact])
+    with pytest.raises(
+        ValueError, match=r"classifier\.onnx: cannot load its source model.*--model"
+    ):
+        args.handler(args)
+
+
+def test_verify_refuses_labels_the_model_does_not_have(tmp_path):
+    from kbert.export.report import label_ids
+
+    model = tiny_model(num_classes=2, id2label={0: "rotten", 1: "fresh"})
+    assert label_ids(model, ["fresh", 0, " 1 "]) == [1, 0, 1]
+    with pytest.raises(ValueError, match=r"data.csv: label 'meh' of example 2.*'fresh'"):
+        label_ids(model, ["fresh", "meh"], "data.csv")
 
 
 @pytest.mark.skipif(
@@ -103,4 +151,4 @@ def test_import_kbert_export_does_not_import_tensorflow():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     imported = eval(result.stdout.strip().splitlines()[-1])
-    assert imported == (["torch"] if backend == "torch" else [])
+    assert imported == []  # `import kbert` loads no framework until a name is used

@@ -253,3 +253,32 @@ def test_activation_transformers_lacks_is_refused(tmp_path):
     ):
         save_hf(backbone, str(tmp_path / "out"))
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_transformers_pipeline_truncates_a_long_text_to_the_model_positions(tmp_path):
+    """`model_max_length` in tokenizer_config.json: HF's pipeline truncates to it."""
+    import transformers
+
+    from tests.export.export_helpers import WORDS, preprocessor, tiny_model
+
+    classifier = tiny_model(num_classes=2, id2label={0: "rotten", 1: "fresh"})
+    save_hf(classifier, str(tmp_path / "hf"))
+    assert read_json(tmp_path / "hf" / "tokenizer_config.json")["model_max_length"] == 32
+    text = " ".join(WORDS * 30)  # 1,020 word pieces, one per word
+    pipeline = transformers.pipeline(
+        "text-classification", model=str(tmp_path / "hf"), truncation=True, top_k=None
+    )
+    theirs = {row["label"]: row["score"] for row in pipeline([text])[0]}
+    # kbert's own packing to the model's 32 positions, the same truncation.
+    classifier.preprocessor = preprocessor(sequence_length=32)
+    logits = keras.ops.convert_to_numpy(classifier.predict([text], verbose=0))[0]
+    ours = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    np.testing.assert_allclose([theirs["rotten"], theirs["fresh"]], ours, atol=1e-5)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="file contents: checked once")
+def test_sentence_transformers_folder_keeps_the_source_max_seq_length(tmp_path):
+    embedder = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
+    save_hf(embedder, str(tmp_path / "st"))
+    assert read_json(tmp_path / "st" / "sentence_bert_config.json")["max_seq_length"] == 256
+    assert read_json(tmp_path / "st" / "tokenizer_config.json")["model_max_length"] == 512

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from kbert.finetuning.table_files import encode_labels, read_examples
+from kbert.utils.labelled_files import encode_labels, read_examples
 
 
 def test_reads_csv_and_jsonl_with_pairs(tmp_path):

@@ -1,0 +1,118 @@
+"""Quiet start-up: no TensorFlow, absl, gRPC or CUDA log lines unless asked for.
+
+TensorFlow reads its log level once, when it loads, so `quiet_logs` must run
+before anything imports it (the command line calls it before its handlers
+import their work; examples call `quiet_process` first thing). Lines that
+abseil writes before `absl::InitializeLog()` ignore every level setting
+(TensorFlow 2.19+ prints its oneDNN and CUDA notes that way), so a program's
+own process also filters them out of its stderr (`quiet_process`).
+"""
+
+import atexit
+import glob
+import logging
+import os
+import re
+import sys
+import threading
+
+# Environment variables read by TensorFlow/XLA (C++ logs), gRPC and glog.
+QUIET_ENVIRONMENT = {
+    "TF_CPP_MIN_LOG_LEVEL": "3",
+    "GRPC_VERBOSITY": "ERROR",
+    "GLOG_minloglevel": "3",
+}
+# A native (absl/glog) log line of level I, W or E, the note abseil prints
+# before its first one, and the second line of TensorFlow's CPU-feature note.
+NATIVE_LOG_LINE = re.compile(
+    rb"[IWE]\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w.\-]+:\d+\] "
+    rb"|WARNING: All log messages before absl::InitializeLog\(\) is called"
+    rb"|To enable the following instructions: .*rebuild TensorFlow"
+)
+
+
+def has_gpu():
+    """Whether an NVIDIA GPU device node exists (without loading any framework).
+
+    Example:
+    >>> has_gpu() in (True, False)
+    True
+    """
+    return bool(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def quiet_logs(verbose=False):
+    """Silences TensorFlow/absl/gRPC/CUDA logs (values already set are kept);
+    keeps JAX on the CPU when there is no GPU (unless `JAX_PLATFORMS` is set).
+
+    `verbose=True` leaves the logs as the libraries print them.
+
+    Example:
+    >>> quiet_logs()
+    >>> os.environ["TF_CPP_MIN_LOG_LEVEL"] in ("0", "1", "2", "3")
+    True
+    """
+    if "JAX_PLATFORMS" not in os.environ and not has_gpu():
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    if verbose:
+        return
+    for name, value in QUIET_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    for name in ("tensorflow", "absl", "jax._src.xla_bridge"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def quiet_process(verbose=False):
+    """`quiet_logs`, and native log lines dropped from this process's stderr.
+
+    For a program's own process (the `kbert` command, examples): it replaces
+    file descriptor 2 with a filter until the process exits. `verbose=True`
+    changes nothing but JAX's platform (see `quiet_logs`).
+
+    Example:
+    >>> quiet_process(verbose=True)  # a script's first line: quiet_process()
+    """
+    quiet_logs(verbose)
+    if verbose or getattr(quiet_process, "filtering", False):
+        return
+    quiet_process.filtering = True
+    sys.stderr.flush()
+    original = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    thread = threading.Thread(target=_pump, args=(read_end, original), daemon=True)
+    thread.start()
+
+    def restore():
+        sys.stderr.flush()
+        os.dup2(original, 2)  # closes the pipe's last write end: the pump ends
+        thread.join(timeout=5)
+
+    atexit.register(restore)
+
+
+def _pump(read_end, original):
+    """Copies the pipe to the original stderr, without native log lines.
+
+    A line (up to "\\n" or "\\r") is held back only while it may still turn
+    out to be a log line, so progress bars keep moving.
+    """
+    pending = b""
+    while chunk := os.read(read_end, 65536):
+        pending += chunk
+        *lines, pending = re.split(rb"(?<=[\r\n])", pending)
+        for line in lines:
+            if not NATIVE_LOG_LINE.match(line):
+                _write(original, line)
+        if pending and pending[:1] not in (b"I", b"W", b"E", b"T"):
+            _write(original, pending)
+            pending = b""
+    if pending and not NATIVE_LOG_LINE.match(pending):
+        _write(original, pending)
+    os.close(read_end)
+
+
+def _write(fd, data):
+    while data:
+        data = data[os.write(fd, data) :]

@@ -1,0 +1,50 @@
+"""Every Python block of the READMEs runs verbatim, so none of them rots.
+
+The blocks of one file run in order in one namespace (a block may use what
+an earlier one defined), in a fresh working directory, on the backend under
+test; TensorFlow and JAX only (PyTorch runs the same library code, and the
+blocks take real MiniLM weights: the suite runs them twice, not three times).
+A new section with a ```python block is picked up without a change here.
+"""
+
+import pathlib
+import re
+
+import keras
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+READMES = ("README.md", "export/README.md")
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def python_blocks(text):
+    """`(line, code)` of each ```python block of a Markdown text."""
+    return [
+        (text.count("\n", 0, match.start(1)) + 1, match.group(1))
+        for match in BLOCK.finditer(text)
+    ]
+
+
+def test_python_blocks_are_found():
+    assert python_blocks("```bash\nls\n```\n```python\na = 1\n```\n") == [(5, "a = 1\n")]
+    for readme in READMES:
+        assert python_blocks((ROOT / readme).read_text(encoding="utf-8")), readme
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() == "torch",
+    reason="README blocks run on TensorFlow and JAX (see the module docstring)",
+)
+@pytest.mark.parametrize("readme", READMES)
+def test_readme_python_blocks_run(readme, tmp_path, monkeypatch):
+    from kbert.export import agreement
+
+    # Quantized exports check agreement on 500 reviews; 64 keep the run short
+    # (tests/export measures the full check).
+    monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 64)
+    monkeypatch.chdir(tmp_path)
+    namespace = {"__name__": "__readme__"}
+    for line, code in python_blocks((ROOT / readme).read_text(encoding="utf-8")):
+        # The file and line in tracebacks point into the README.
+        exec(compile("\n" * (line - 1) + code, str(ROOT / readme), "exec"), namespace)
