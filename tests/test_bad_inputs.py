@@ -257,7 +257,7 @@ def test_a_failure_inside_keras_leaves_the_model_usable():
 @pytest.mark.parametrize(
     "contents, fragment",
     [
-        (None, "neither a directory nor a registered name"),
+        (None, "is neither a directory, a registered name"),
         ({}, "holds no checkpoint kbert knows"),
         ({"config.json": "{not json"}, "config.json is not valid JSON"),
         ({"config.json": "{}"}, "the config is empty"),

@@ -64,6 +64,7 @@ class BertBackbone(
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
     task_name = "backbone"
     uses_pooler = True
+    optional_inputs = ("segment_ids", "padding_mask")  # `standardize_inputs` fills them
 
     def export_outputs(self, outputs):
         return {

@@ -93,7 +93,8 @@ class IdRangeCheckedModel:
     """Mixin: `fit`, `evaluate` and `predict` check in-memory input dicts
     with `check_id_ranges` before Keras sees them (datasets are not checked).
 
-    The model, or its `backbone`, has `vocabulary_size` and `num_segments`.
+    The model, or its `backbone`, has `vocabulary_size` and `num_segments`;
+    inputs the model fills in itself are named in `optional_inputs`.
     """
 
     def check_id_ranges(self, x):
@@ -101,7 +102,12 @@ class IdRangeCheckedModel:
         of the model's inputs is refused by name too (Keras would fail deep
         inside the functional graph)."""
         names = self.input if isinstance(getattr(self, "input", None), dict) else {}
-        missing = [name for name in names if isinstance(x, dict) and name not in x]
+        optional = getattr(self, "optional_inputs", ())
+        missing = [
+            name
+            for name in names
+            if isinstance(x, dict) and name not in x and name not in optional
+        ]
         if missing:
             raise ValueError(
                 f"Missing input{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}: "

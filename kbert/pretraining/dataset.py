@@ -172,9 +172,12 @@ def pretraining_dataset(
         # Each epoch's order comes from (seed, epoch) alone, not from how
         # often the dataset was iterated: every process of a job, and every
         # run, sees the same order in the same epoch.
+        # (A stateless shuffle: `Dataset.shuffle` refuses a tensor seed once
+        # a global seed is set, as `keras.utils.set_random_seed` does.)
         def epoch_records(epoch):
-            order = tf.data.Dataset.from_tensor_slices(files).shuffle(
-                len(files), seed=seed + 2 * epoch, reshuffle_each_iteration=False
+            epoch_seed = tf.stack([tf.constant(seed, tf.int64), epoch])
+            order = tf.data.Dataset.from_tensor_slices(
+                tf.random.experimental.stateless_shuffle(tf.constant(files), epoch_seed)
             )
             records = order.interleave(
                 tf.data.TFRecordDataset,
@@ -185,10 +188,9 @@ def pretraining_dataset(
             if num_shards > 1:
                 # Every process reads the same order and keeps its own turns.
                 records = records.shard(num_shards, shard_index)
+            # One seed for every epoch: the file order above differs per epoch.
             return records.shuffle(
-                shuffle_buffer_size,
-                seed=seed + 2 * epoch + 1,
-                reshuffle_each_iteration=False,
+                shuffle_buffer_size, seed=seed + 1, reshuffle_each_iteration=False
             )
 
         records = tf.data.Dataset.counter().flat_map(epoch_records)
