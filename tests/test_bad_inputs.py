@@ -53,6 +53,16 @@ def test_backbone_call_refuses_out_of_range_ids(name, value, table):
     assert backbone(good)["sequence_output"].shape == (3, 10, 16)
 
 
+@pytest.mark.parametrize("name", ["token_ids", "segment_ids"])
+def test_float_ids_are_refused_not_truncated(name):
+    backbone = tiny_backbone()
+    inputs = token_inputs(batch=2, length=6)
+    inputs[name] = inputs[name].astype("float32") + 0.5
+    for run in (backbone, lambda x: backbone.predict(x, verbose=0)):
+        with pytest.raises(ValueError, match=f"'{name}'.*float32"):
+            run(inputs)
+
+
 @pytest.mark.parametrize("name, value, table", OUT_OF_RANGE[::3])
 def test_task_entry_points_refuse_out_of_range_ids(name, value, table):
     model = kbert.BertClassifier(tiny_backbone(), num_classes=2)
@@ -221,13 +231,12 @@ def test_bytes_are_utf8_text(models):
     np.testing.assert_allclose(got, reference["classifier"], atol=1e-6)
 
 
-@pytest.mark.parametrize("entry", ["backbone predict", "classifier predict", "call"])
+@pytest.mark.parametrize("entry", ["classifier predict", "call"])
 def test_missing_inputs_are_named(entry):
     backbone = tiny_backbone()
     model = kbert.BertClassifier(backbone, num_classes=2)
     inputs = {"token_ids": token_inputs()["token_ids"]}
     calls = {
-        "backbone predict": lambda: backbone.predict(inputs, verbose=0),
         "classifier predict": lambda: model.predict(inputs, verbose=0),
         "call": lambda: model(inputs),
     }
@@ -237,6 +246,16 @@ def test_missing_inputs_are_named(entry):
     ):
         calls[entry]()
     assert model.predict(token_inputs(), verbose=0).shape == (3, 2)
+
+
+def test_the_backbone_fills_in_segment_ids_and_padding_mask():
+    backbone = tiny_backbone()
+    full = token_inputs()
+    full["segment_ids"][:] = 0
+    full["padding_mask"][:] = 1
+    want = backbone.predict(full, verbose=0)["sequence_output"]
+    got = backbone.predict({"token_ids": full["token_ids"]}, verbose=0)["sequence_output"]
+    np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 def test_a_failure_inside_keras_leaves_the_model_usable():

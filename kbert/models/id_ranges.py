@@ -41,6 +41,12 @@ def check_id_ranges(inputs, vocabulary_size, num_segments):
         values = _concrete_numpy(inputs.get(name))
         if values is None or values.size == 0:
             continue
+        if not (np.issubdtype(values.dtype, np.integer) or values.dtype == bool):
+            # Keras would cast 4.5 to 4 without a word.
+            raise ValueError(
+                f"Input {name!r} holds {values.dtype} values; ids are integers "
+                "(e.g. int32)."
+            )
         if values.min() >= 0 and values.max() < size:
             continue
         bad = tuple(int(i) for i in np.argwhere((values < 0) | (values >= size))[0])
