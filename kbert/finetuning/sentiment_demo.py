@@ -70,20 +70,21 @@ def reload_parity(model, output_dir, texts, labels):
     return markdown_table(["artifact", "path", "max |logits diff|", "test accuracy"], rows)
 
 
-def export_parity(model, output_dir, num_examples):
+def export_parity(model, output_dir, test):
     """Exports SavedModel, TFLite and ONNX; each runs on its own runtime
     (a fresh TensorFlow process, the LiteRT interpreter, ONNX Runtime) and is
-    compared with the Keras model on `num_examples` test reviews."""
+    compared with the Keras model on the `test` reviews `(texts, labels)`."""
+    num_examples = len(test[0])
     source = os.path.join(output_dir, "preset")
     artifacts = {
         saved_model: os.path.join(output_dir, "saved_model", "1"),
         tflite: os.path.join(output_dir, "classifier.tflite"),
         onnx: os.path.join(output_dir, "classifier.onnx"),
     }
-    rows = [keras_row(model, num_examples)]
+    rows = [keras_row(model, num_examples, labelled=test)]
     for exporter, path in artifacts.items():
         exporter(model, path, source=source)
-        rows.append(artifact_row(path, model, num_examples=num_examples))
+        rows.append(artifact_row(path, model, num_examples=num_examples, labelled=test))
     return report_table(rows)
 
 
@@ -140,7 +141,7 @@ def run(
     print(f"\nSaved, reloaded and compared on the test set ({elapsed:.0f} s):")
     print(table)
     start = time.perf_counter()
-    table = export_parity(model, output_dir, num_examples=len(test[0]))
+    table = export_parity(model, output_dir, test)
     elapsed = time.perf_counter() - start
     print(f"\nExported, run on each runtime, compared on the test set ({elapsed:.0f} s):")
     print(table)
