@@ -119,7 +119,7 @@ def evaluation_data(model, spec, num_examples, labelled=None, where="labelled da
     Example:
     >>> texts, features, labels = evaluation_data(
     ...     classifier, spec, 20, (["A fine film.", "Dull."], [1, 0]))
-    >>> list(labels), features["token_ids"].shape[0]
+    >>> labels.tolist(), features["token_ids"].shape[0]
     ([1, 0], 2)
     >>> evaluation_data(classifier, spec, 20)[2] is None  # agreement only
     True
