@@ -9,7 +9,7 @@ from kbert.finetuning.metrics import classification_report, confusion_matrix, cr
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.models.classifier import BertClassifier
 from kbert.optimization.optimizers import bert_optimizer
-from kbert.utils import cluster
+from kbert.utils import cluster, tf_multi_worker
 
 
 class LossHistory(keras.callbacks.Callback):
@@ -93,6 +93,14 @@ def _shard(model, x, y, order, batch_size, num_shards, shard_index):
     return features, y
 
 
+def _worker_batches(strategy, x, y, batch_size):
+    """A worker's preprocessed share of each global batch, as `fit` input."""
+    import tensorflow as tf  # lazy: a multi-worker strategy is TensorFlow's
+
+    batches = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size)
+    return tf_multi_worker.per_worker_dataset(strategy, batches)
+
+
 def train_classifier(model, recipe, train, validation=None, verbose=1, shard=None):
     """Runs `recipe.epochs` epochs of `fit`, each in the recipe's data order.
 
@@ -102,12 +110,14 @@ def train_classifier(model, recipe, train, validation=None, verbose=1, shard=Non
     `val_macro_f1` in the history) and, with `verbose`, one line per epoch is
     printed. Returns `(history, loss_curve, seconds)`.
 
-    In a multi-process job (`kbert.utils.cluster`; `shard` overrides its
-    `(num_shards, shard_index)`), each process preprocesses and feeds only
+    In a multi-process job (`kbert.utils.cluster`: JAX's `DataParallel`, or a
+    model built in a TensorFlow `MultiWorkerMirroredStrategy` scope; `shard`
+    overrides its `(num_shards, shard_index)`), each process preprocesses and feeds only
     its slice of every global batch of `recipe.batch_size`, so the job sees
     the one-process batches; a last partial batch is left out.
     """
     num_shards, shard_index = shard or cluster.input_shard()
+    strategy = getattr(model, "distribute_strategy", None)
     x, y = train
     y = np.asarray(y)
     curve = LossHistory()
@@ -121,10 +131,11 @@ def train_classifier(model, recipe, train, validation=None, verbose=1, shard=Non
             )
         else:
             epoch_x, epoch_y = _take(x, order), y[order]
+        fed = dict(x=epoch_x, y=epoch_y, batch_size=recipe.batch_size // num_shards)
+        if tf_multi_worker.is_multi_worker(strategy):
+            fed = dict(x=_worker_batches(strategy, epoch_x, epoch_y, fed["batch_size"]))
         result = model.fit(
-            epoch_x,
-            epoch_y,
-            batch_size=recipe.batch_size // num_shards,
+            **fed,
             shuffle=False,
             epochs=epoch + 1,
             initial_epoch=epoch,

@@ -17,7 +17,7 @@ from kbert.finetuning.metrics import classification_report, confusion_matrix, re
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
-from kbert.pretraining.distribution import data_parallel
+from kbert.pretraining.distribution import data_parallel, multi_worker_mirrored_strategy
 from kbert.utils import cluster as cluster_lib
 from kbert.utils.labelled_files import encode_labels, read_examples
 from kbert.utils.output_paths import check_output_path
@@ -65,7 +65,10 @@ def finetune_on_files(
     """
     check_output_path(out, "directory")
     cluster_lib.join_cluster(**(cluster or {}))
-    if cluster_lib.process_count() > 1:
+    strategy = None
+    if cluster_lib.process_count() > 1 and keras.backend.backend() == "tensorflow":
+        strategy = multi_worker_mirrored_strategy()
+    elif cluster_lib.process_count() > 1:
         keras.distribution.set_distribution(data_parallel())
     recipe = recipe or FinetuneRecipe()
     columns = dict(
@@ -84,12 +87,13 @@ def finetune_on_files(
     num_shards, _ = cluster_lib.input_shard()
     if num_shards > 1:
         num_examples -= num_examples % recipe.batch_size
-    model = build_classifier(
-        recipe,
-        num_classes=len(names),
-        num_examples=num_examples,
-        id2label=dict(enumerate(names)),
-    )
+    with strategy.scope() if strategy else contextlib.nullcontext():
+        model = build_classifier(
+            recipe,
+            num_classes=len(names),
+            num_examples=num_examples,
+            id2label=dict(enumerate(names)),
+        )
     history, curve, seconds = train_classifier(
         model, recipe, splits["train"], splits.get("validation"), verbose=verbose
     )

@@ -10,6 +10,7 @@ gives back the step, so the data can restart at the next batch
 weights as an uninterrupted one.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -83,7 +84,10 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             return 0
         step, path = found[-1]
         if model.optimizer is not None and not model.optimizer.built:
-            model.optimizer.build(model.trainable_variables)
+            # A tf.distribute model's optimizer variables belong to its strategy.
+            strategy = getattr(model, "distribute_strategy", None)
+            with strategy.scope() if strategy else contextlib.nullcontext():
+                model.optimizer.build(model.trainable_variables)
         model.load_weights(os.path.join(path, _WEIGHTS))
         random_state = np.load(os.path.join(path, _RANDOM))
         for i, variable in enumerate(model.non_trainable_variables):

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import sys
 
-from kbert.pretraining.config import PretrainingConfig
+from kbert.pretraining.config import DISTRIBUTIONS, PretrainingConfig
 
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(PretrainingConfig)}
 
@@ -114,9 +114,10 @@ def add_pretrain_command(subparsers):
     train.add_argument("--log-every", type=int, default=DEFAULTS["log_every"])
     train.add_argument(
         "--distribution",
-        choices=("none", "data_parallel", "model_parallel", "mirrored"),
+        choices=DISTRIBUTIONS,
         default=DEFAULTS["distribution"],
-        help="JAX: data_parallel / model_parallel; TensorFlow: mirrored",
+        help="JAX: data_parallel / model_parallel; TensorFlow: mirrored (one process), "
+        "multi_worker_mirrored (TF_CONFIG; chosen by itself when it names 2+ workers)",
     )
     train.add_argument(
         "--model-parallel-size", type=int, default=DEFAULTS["model_parallel_size"]
@@ -140,7 +141,7 @@ def add_cluster_arguments(parser):
     1
     """
     group = parser.add_argument_group(
-        "multi-process jobs (JAX; on TensorFlow set TF_CONFIG instead)",
+        "multi-process jobs (JAX; on TensorFlow set TF_CONFIG instead, one per worker)",
         "Start the same command once per process. Without flags, the variables "
         "KERAS_DISTRIBUTION_JOB_ADDRESSES / _NUM_PROCESSES / _PROCESS_ID, "
         "JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID or SLURM's "

@@ -5,6 +5,16 @@ Plain Python, no Keras: the command line declares its flags from it.
 
 import dataclasses
 
+# JAX: data_parallel / model_parallel; TensorFlow: mirrored (one process) or
+# multi_worker_mirrored (a TF_CONFIG job).
+DISTRIBUTIONS = (
+    "none",
+    "data_parallel",
+    "model_parallel",
+    "mirrored",
+    "multi_worker_mirrored",
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingConfig:
@@ -56,7 +66,7 @@ class PretrainingConfig:
     clipnorm: float = 1.0
     save_every: int = 200
     log_every: int = 20
-    distribution: str = "none"  # JAX: data_parallel / model_parallel; TensorFlow: mirrored
+    distribution: str = "none"  # one of DISTRIBUTIONS
     model_parallel_size: int = 2
     seed: int = 0
     quiet: bool = False

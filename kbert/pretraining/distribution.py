@@ -5,11 +5,14 @@ splits each batch over all devices; `model_parallel()` lays the devices out
 as a (batch, model) mesh and shards the encoder's kernels over the model
 axis with `bert_layout_map` (Megatron style: query/key/value and
 intermediate column-wise, attention_output and output row-wise).
-TensorFlow: `mirrored_strategy()`, a `tf.distribute.MirroredStrategy`.
+TensorFlow: `mirrored_strategy()`, a `tf.distribute.MirroredStrategy`, and
+`multi_worker_mirrored_strategy()` for jobs of several processes (`TF_CONFIG`).
 See `kbert/pretraining/README.md` for launching on GPU and TPU hosts.
 """
 
 import keras
+
+from kbert.utils import tf_multi_worker
 
 # Column-parallel kernels split their output features, row-parallel ones their
 # input features, so the pair around each nonlinearity needs no gather between.
@@ -113,9 +116,26 @@ def mirrored_strategy(devices=None):
     return tf.distribute.MirroredStrategy(devices=devices)
 
 
+def multi_worker_mirrored_strategy():
+    """The job's `tf.distribute.MultiWorkerMirroredStrategy` (TensorFlow backend).
+
+    Every worker runs the same program with its own `TF_CONFIG`; build and
+    compile the model inside `strategy.scope()`. kbert's training loops feed
+    each worker its own shard of every global batch (see
+    `kbert.utils.tf_multi_worker`); process 0 writes checkpoints and logs.
+
+    Example:
+    >>> # Needs KERAS_BACKEND=tensorflow and TF_CONFIG naming two or more workers.
+    >>> strategy = multi_worker_mirrored_strategy()  # doctest: +SKIP
+    >>> with strategy.scope():  # doctest: +SKIP
+    ...     pretrainer = kbert.BertPretrainer(backbone)
+    """
+    return tf_multi_worker.join()
+
+
 def _require_jax(name):
     if keras.backend.backend() != "jax":
         raise ValueError(
             f"keras.distribution.{name} runs on the JAX backend (KERAS_BACKEND=jax); "
-            "on TensorFlow use mirrored_strategy()."
+            "on TensorFlow use mirrored_strategy() or multi_worker_mirrored_strategy()."
         )

@@ -262,6 +262,10 @@ def _distribution(config):
     if config.distribution == "mirrored":
         return distribution.mirrored_strategy()
     multi_process = cluster.process_count() > 1
+    if config.distribution == "multi_worker_mirrored" or (
+        keras.backend.backend() == "tensorflow" and multi_process
+    ):
+        return distribution.multi_worker_mirrored_strategy()
     if config.distribution == "data_parallel" or (
         config.distribution == "none" and multi_process
     ):

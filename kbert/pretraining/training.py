@@ -17,7 +17,7 @@ import numpy as np
 
 from kbert.pretraining.checkpointing import StopOnNaN, TrainingCheckpoint
 from kbert.pretraining.dataset import count_records, pretraining_dataset
-from kbert.utils import cluster
+from kbert.utils import cluster, tf_multi_worker
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -101,8 +101,9 @@ def pretrain(
             must be on a file system all processes see.
 
     In a multi-process job (`kbert.utils.cluster.join_cluster` and
-    `distribution.data_parallel()`), every process runs `pretrain` with the
-    same arguments and reads its own shard of `data` (see
+    `distribution.data_parallel()` on JAX, or a pretrainer built in
+    `distribution.multi_worker_mirrored_strategy()`'s scope), every process
+    runs `pretrain` with the same arguments and reads its own shard of `data` (see
     `pretraining_dataset`'s `num_shards`); `batch_size` is the global batch.
     A `data` function must then return this process's shard itself.
 
@@ -135,6 +136,13 @@ def pretrain(
 
         steps_per_epoch = steps_per_epoch or max(1, count_records(data) // batch_size)
     steps_per_epoch = min(steps_per_epoch, total_steps)
+
+    strategy = getattr(pretrainer, "distribute_strategy", None)
+    if tf_multi_worker.is_multi_worker(strategy):
+        worker_dataset = make_dataset
+
+        def make_dataset(start_step):
+            return tf_multi_worker.per_worker_dataset(strategy, worker_dataset(start_step))
 
     step = 0
     extra = []

@@ -9,16 +9,18 @@ each one the job's shape, by flags or environment:
   `_PROCESS_ID`, or `JAX_COORDINATOR_ADDRESS` / `JAX_NUM_PROCESSES` /
   `JAX_PROCESS_ID`. With `multi_process=True` and nothing else, JAX finds the
   shape itself (Cloud TPU pod slices, SLURM, Open MPI).
-- TensorFlow: `TF_CONFIG` (read by `tf.distribute.MultiWorkerMirroredStrategy`).
+- TensorFlow: `TF_CONFIG`; joining creates the job's
+  `tf.distribute.MultiWorkerMirroredStrategy` (`kbert.utils.tf_multi_worker`).
 
 Process 0 is the chief: it alone writes checkpoints, logs and models.
 """
 
 import dataclasses
-import json
 import os
 
 import keras
+
+from kbert.utils import tf_multi_worker
 
 _KERAS_ENV = (
     "KERAS_DISTRIBUTION_JOB_ADDRESSES",
@@ -100,7 +102,8 @@ def join_cluster(
 
     Call it first thing, before any computation. On JAX it runs
     `keras.distribution.initialize` (once); on TensorFlow the job comes from
-    `TF_CONFIG` and this only checks it. A single-process run does nothing.
+    `TF_CONFIG` and this creates its `MultiWorkerMirroredStrategy`
+    (`tf_multi_worker.join`). A single-process run does nothing.
 
     Example:
     >>> join_cluster()  # no flags, no cluster environment: one process
@@ -111,9 +114,12 @@ def join_cluster(
         if settings.multi_process:
             raise ValueError(
                 "On TensorFlow, multi-worker jobs are described by TF_CONFIG "
-                "(and run with --distribution multi_worker_mirrored), not by "
-                "--coordinator/--num-processes/--process-id."
+                "(one address per worker; --distribution multi_worker_mirrored), "
+                "not by --coordinator/--num-processes/--process-id."
             )
+        workers = tf_multi_worker.tf_config_workers()
+        if workers is not None and len(workers[0]) > 1:
+            tf_multi_worker.join()
         return settings
     if not (settings.multi_process or multi_process):
         return settings
@@ -143,7 +149,7 @@ def process_count():
 
         return jax.process_count()
     if keras.backend.backend() == "tensorflow":
-        workers = _tf_workers()
+        workers = tf_multi_worker.tf_config_workers()
         return len(workers[0]) if workers else 1
     return 1
 
@@ -160,7 +166,7 @@ def process_index():
 
         return jax.process_index()
     if keras.backend.backend() == "tensorflow":
-        workers = _tf_workers()
+        workers = tf_multi_worker.tf_config_workers()
         return workers[1] if workers else 0
     return 0
 
@@ -173,20 +179,24 @@ def is_chief():
 def barrier(name, timeout_s=3600):
     """Waits until every process reaches the barrier `name` (no-op in one process).
 
-    Uses the JAX coordination service (no device collective, so one process
-    may wait for long work of another, up to `timeout_s`).
+    Uses the engine's coordination service (JAX's, or TensorFlow's in a
+    `TF_CONFIG` job): no device collective, so one process may wait for long
+    work of another, up to `timeout_s`.
 
     Example:
     >>> barrier("data written")
     """
-    if keras.backend.backend() != "jax" or process_count() == 1:
+    if keras.backend.backend() not in ("jax", "tensorflow") or process_count() == 1:
+        return
+    _BARRIERS[name] = _BARRIERS.get(name, 0) + 1
+    barrier_id = f"kbert:{name}:{_BARRIERS[name]}"
+    if keras.backend.backend() == "tensorflow":
+        tf_multi_worker.join()  # the service runs once the workers are connected
+        tf_multi_worker.barrier(barrier_id, timeout_s)
         return
     from jax._src import distributed  # lazy: JAX only on the JAX backend
 
-    _BARRIERS[name] = _BARRIERS.get(name, 0) + 1
-    distributed.global_state.client.wait_at_barrier(
-        f"kbert:{name}:{_BARRIERS[name]}", int(timeout_s * 1000)
-    )
+    distributed.global_state.client.wait_at_barrier(barrier_id, int(timeout_s * 1000))
 
 
 _BARRIERS = {}  # name -> times reached, so each barrier id is used once
@@ -236,22 +246,3 @@ def shard_rows(order, batch_size, num_shards, shard_index):
         begin = start + shard_index * local
         rows.extend(order[begin : begin + local])
     return rows
-
-
-def _tf_workers():
-    """(worker addresses, this worker's index) from TF_CONFIG, or None."""
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-        return None
-    try:
-        config = json.loads(raw)
-        cluster, task = config["cluster"], config["task"]
-        workers = list(cluster.get("chief", [])) + list(cluster.get("worker", []))
-        index = int(task["index"]) + (
-            len(cluster.get("chief", [])) if task["type"] == "worker" else 0
-        )
-    except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(
-            f"TF_CONFIG is not a cluster description ({error}): {raw[:200]!r}"
-        ) from None
-    return workers, index

@@ -2,6 +2,7 @@
 one process (pretraining TFRecords and raw-string fine-tuning data)."""
 
 import collections
+import json
 
 import keras
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import pretraining_dataset, read_metadata
 from kbert.utils.cluster import cluster_settings, shard_rows
+from kbert.utils.tf_multi_worker import tf_config_workers
 from tests.pretraining.pretraining_helpers import ToyTokenizer, synthetic_documents
 
 pytestmark = pytest.mark.skipif(
@@ -89,3 +91,17 @@ def test_cluster_settings_from_flags_and_environment():
         cluster_settings("h:1", 2, 5, environ={})
     with pytest.raises(ValueError, match="needs a port"):
         cluster_settings("10.0.0.1", 2, 0, environ={})
+
+
+def test_tf_config_names_this_worker_or_is_refused():
+    cluster = {"chief": ["c:1"], "worker": ["w:1", "w:2"]}
+    config = {"cluster": cluster, "task": {"type": "worker", "index": 1}}
+    assert tf_config_workers({"TF_CONFIG": json.dumps(config)}) == (
+        ["c:1", "w:1", "w:2"],
+        2,  # workers count after the chief
+    )
+    with pytest.raises(ValueError, match="TF_CONFIG is not a cluster description"):
+        tf_config_workers({"TF_CONFIG": "{'cluster': []}"})
+    config["task"]["index"] = 2
+    with pytest.raises(ValueError, match=r"this task \(worker 2\) is not one of"):
+        tf_config_workers({"TF_CONFIG": json.dumps(config)})

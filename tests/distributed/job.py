@@ -1,17 +1,20 @@
-"""One process of a 2-process JAX job on loopback (2 CPU devices each).
+"""One process of a 2-process job on loopback: JAX (2 CPU devices each) or
+TensorFlow `MultiWorkerMirroredStrategy` (one CPU replica each).
 
-`python jax_job.py PROCESS_ID WORKDIR PHASE`, port in `KBERT_TEST_PORT`.
-WORKDIR holds `data/` (pretraining TFRecords) and `preset/` (a tiny preset).
+`python job.py PROCESS_ID WORKDIR PHASE BACKEND`, ports in `KBERT_TEST_PORT`
+(and `KBERT_TEST_PORT2` for TensorFlow's second worker). WORKDIR holds
+`data/` (pretraining TFRecords) and `preset/` (a tiny preset).
 
 PHASE "train": process 0 first runs the one-device references on the global
 batches (the two shards' batches together): 4 pretraining steps, a fine-tune
 on raw strings, and the backbone's outputs. Then both processes run
-`DataParallel` pretraining for 2 steps (checkpoint at step 2), fine-tuning,
-and the backbone under `ModelParallel` over all 4 devices.
+data-parallel pretraining for 2 steps (checkpoint at step 2), fine-tuning,
+and on JAX the backbone under `ModelParallel` over all 4 devices.
 PHASE "resume": a new job continues the run to step 4 from the checkpoint.
 Prints one JSON line per process.
 """
 
+import contextlib
 import json
 import os
 import sys
@@ -19,15 +22,35 @@ import time
 
 START = time.monotonic()
 
-PROCESS_ID, WORKDIR, PHASE = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-os.environ["KERAS_BACKEND"] = "jax"
-os.environ["XLA_FLAGS"] = (
-    "--xla_force_host_platform_device_count=2 --xla_backend_optimization_level=0"
-)
+PROCESS_ID, WORKDIR, PHASE, BACKEND = sys.argv[1:5]
+PROCESS_ID = int(PROCESS_ID)
+os.environ["KERAS_BACKEND"] = BACKEND
+if BACKEND == "jax":
+    os.environ["XLA_FLAGS"] = (
+        "--xla_force_host_platform_device_count=2 --xla_backend_optimization_level=0"
+    )
+elif PHASE == "reference":
+    import tensorflow as tf
 
-from kbert.utils import cluster  # noqa: E402
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+    )
+else:
+    ports = os.environ["KBERT_TEST_PORT"], os.environ["KBERT_TEST_PORT2"]
+    os.environ["TF_CONFIG"] = json.dumps(
+        {
+            "cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]},
+            "task": {"type": "worker", "index": PROCESS_ID},
+        }
+    )
 
-cluster.join_cluster(f"127.0.0.1:{os.environ['KBERT_TEST_PORT']}", 2, PROCESS_ID)
+from kbert.utils import cluster, tf_multi_worker  # noqa: E402
+
+if BACKEND == "jax":
+    cluster.join_cluster(f"127.0.0.1:{os.environ['KBERT_TEST_PORT']}", 2, PROCESS_ID)
+elif PHASE != "reference":
+    cluster.join_cluster()  # TF_CONFIG: connects the workers
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -81,7 +104,7 @@ def pretrainer():
     model = kbert.BertPretrainer(backbone, compile=False)
     model.compile(
         optimizer=bert_optimizer(total_steps=STEPS, learning_rate=1e-2, warmup_steps=0),
-        jit_compile=True,
+        jit_compile=BACKEND == "jax",
     )
     return model
 
@@ -106,6 +129,14 @@ def token_inputs():
     }
 
 
+def data_parallel():
+    """A context in which models are built data parallel over the job."""
+    if BACKEND == "tensorflow":
+        return cluster_strategy.scope()
+    keras.distribution.set_distribution(distribution.data_parallel())
+    return contextlib.nullcontext()
+
+
 def gathered(value):
     from jax.experimental import multihost_utils
 
@@ -113,43 +144,60 @@ def gathered(value):
 
 
 IMPORTED = round(time.monotonic() - START)
+cluster_strategy = tf_multi_worker.joined_strategy()
 result = {
     "seconds": {"imports": IMPORTED},
     "process": PROCESS_ID,
-    "devices": len(keras.distribution.list_devices()),
+    "devices": (
+        cluster_strategy.num_replicas_in_sync
+        if cluster_strategy
+        else len(keras.distribution.list_devices())
+    ),
 }
 first = pretrainer()  # on this process's own device
 initial, backbone_initial = first.get_weights(), first.backbone.get_weights()
-if PHASE == "train":
-    if PROCESS_ID == 0:
+if PHASE == "reference" or (PHASE == "train" and BACKEND == "jax" and PROCESS_ID == 0):
+    # TensorFlow's reference is a one-process MirroredStrategy run on 2 CPUs,
+    # in a job of its own: it normalizes the MLM loss per replica, as the
+    # multi-worker job does (and BERT did per TPU core).
+    if BACKEND == "tensorflow":
+        reference_scope = distribution.mirrored_strategy().scope
+    else:
+        reference_scope = contextlib.nullcontext
+    with reference_scope():
         reference = pretrainer()
-        losses = Losses()
-        pretrain(reference, global_batches, STEPS, steps_per_epoch=1, callbacks=[losses])
-        result["single_pretraining"] = losses.values
-        backbone = first.backbone
-        result["single_outputs"] = keras.ops.convert_to_numpy(
-            backbone(token_inputs())["sequence_output"]
-        ).tolist()
+    reference.set_weights(initial)
+    losses = Losses()
+    pretrain(reference, global_batches, STEPS, steps_per_epoch=1, callbacks=[losses])
+    result["single_pretraining"] = losses.values
+    backbone = first.backbone
+    result["single_outputs"] = keras.ops.convert_to_numpy(
+        backbone(token_inputs())["sequence_output"]
+    ).tolist()
+    start = build_classifier(RECIPE, 2, len(LABELS)).get_weights()
+    with reference_scope():
         model = build_classifier(RECIPE, 2, len(LABELS))
-        # The one-device run on the job's global batches (the shards together).
-        order = RECIPE.epoch_order(len(LABELS), 0)
-        parts = [_shard(model, TEXTS, LABELS, order, 4, 2, i) for i in (0, 1)]
-        x = {
-            name: np.concatenate(
-                [p[0][name][2 * k : 2 * k + 2] for k in range(4) for p in parts]
-            )
-            for name in parts[0][0]
-        }
-        y = np.concatenate([p[1][2 * k : 2 * k + 2] for k in range(4) for p in parts])
-        losses = Losses()
-        model.fit(x, y, batch_size=4, shuffle=False, callbacks=[losses], verbose=0)
-        result["single_finetuning"] = losses.values
+    model.set_weights(start)
+    # The one-device run on the job's global batches (the shards together).
+    order = RECIPE.epoch_order(len(LABELS), 0)
+    parts = [_shard(model, TEXTS, LABELS, order, 4, 2, i) for i in (0, 1)]
+    x = {
+        name: np.concatenate(
+            [p[0][name][2 * k : 2 * k + 2] for k in range(4) for p in parts]
+        )
+        for name in parts[0][0]
+    }
+    y = np.concatenate([p[1][2 * k : 2 * k + 2] for k in range(4) for p in parts])
+    losses = Losses()
+    model.fit(x, y, batch_size=4, shuffle=False, callbacks=[losses], verbose=0)
+    result["single_finetuning"] = losses.values
+if PHASE == "train":
     result["seconds"]["references"] = round(time.monotonic() - START)
     cluster.barrier("references done")
     finetune_initial = build_classifier(RECIPE, 2, len(LABELS)).get_weights()
 
-    keras.distribution.set_distribution(distribution.data_parallel())
-    model = pretrainer()
+    with data_parallel():
+        model = pretrainer()
     model.set_weights(initial)
     losses = Losses()
     pretrain(
@@ -160,12 +208,14 @@ if PHASE == "train":
     result["checkpoints"] = sorted(os.listdir(os.path.join(RUN, "checkpoints")))
     result["seconds"]["pretraining"] = round(time.monotonic() - START)
 
-    model = build_classifier(RECIPE, 2, len(LABELS))
+    with data_parallel():
+        model = build_classifier(RECIPE, 2, len(LABELS))
     model.set_weights(finetune_initial)
     _, curve, _ = train_classifier(model, RECIPE, (TEXTS, LABELS), verbose=0)
     result["finetuning"] = curve.losses
     result["seconds"]["finetuning"] = round(time.monotonic() - START)
 
+if PHASE == "train" and BACKEND == "jax":
     keras.distribution.set_distribution(distribution.model_parallel(4))
     backbone = pretrainer().backbone
     backbone.set_weights(backbone_initial)
@@ -176,9 +226,9 @@ if PHASE == "train":
     result["model_parallel_outputs"] = gathered(
         backbone(token_inputs())["sequence_output"]
     ).tolist()
-else:
-    keras.distribution.set_distribution(distribution.data_parallel())
-    model = pretrainer()
+if PHASE == "resume":
+    with data_parallel():
+        model = pretrainer()
     losses = Losses()
     pretrain(
         model, DATA, STEPS, batch_size=BATCH, steps_per_epoch=1, run_dir=RUN,
