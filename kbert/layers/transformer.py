@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.layers.activations import get_activation
+from kbert.layers.fused_projection import FusedProjection
 
 
 def _large_negative(dtype):
@@ -99,6 +100,7 @@ class BertTransformerLayer(keras.layers.Layer):
             self.attention_dropout, dtype=self.dtype_policy
         )
         self.hidden_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
+        self._qkv_projection = FusedProjection((self.query, self.key, self.value))
         self.built = True
 
     def _split_heads(self, x):
@@ -119,9 +121,15 @@ class BertTransformerLayer(keras.layers.Layer):
         # cast `x`, opened the autocast scope and resolved `training`, and
         # eleven more `__call__`s per layer are most of the torch backend's
         # per-batch Python overhead.
-        query = self._split_heads(self.query.call(x))
-        key = self._split_heads(self.key.call(x))
-        value = self._split_heads(self.value.call(x))
+        qkv = self._qkv_projection(x)  # one matmul in torch inference, else None
+        if qkv is None:
+            query, key, value = (
+                self._split_heads(dense.call(x))
+                for dense in (self.query, self.key, self.value)
+            )
+        else:
+            qkv = ops.reshape(qkv, ops.shape(x)[:-1] + (3, self.num_heads, self.head_dim))
+            query, key, value = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
         dropout_active = training and self.attention_dropout > 0
         if return_attention_scores or dropout_active:
             context, probabilities = self._explicit_attention(
