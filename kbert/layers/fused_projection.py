@@ -33,6 +33,7 @@ class FusedProjection:
 
     def __init__(self, denses):
         self.denses = tuple(denses)
+        self._variables = None  # kernels and biases, read once (a property each)
         self._cache = None  # (versions, kernel, bias)
 
     def __call__(self, x):
@@ -42,7 +43,11 @@ class FusedProjection:
 
         if torch.is_grad_enabled() or not all(_plain(dense) for dense in self.denses):
             return None
-        weights = [w.value for dense in self.denses for w in (dense.kernel, dense.bias)]
+        if self._variables is None:
+            self._variables = [
+                w for dense in self.denses for w in (dense.kernel, dense.bias)
+            ]
+        weights = [variable.value for variable in self._variables]
         versions = tuple((id(w), w._version) for w in weights)
         if self._cache is None or self._cache[0] != versions:
             self._cache = (

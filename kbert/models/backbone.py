@@ -161,7 +161,26 @@ class BertBackbone(
         inputs = self.standardize_inputs(inputs)
         # Concrete inputs only: in `call` (JAX `fit`/`predict`) they are traced.
         check_id_ranges(inputs, self.vocabulary_size, self.num_segments)
+        if not args and self._eager_torch_inference(inputs, kwargs):
+            # Keras' `__call__` bookkeeping (input specs rebuilt, losses
+            # cleared over every sublayer, call context) costs about what a
+            # transformer layer does at batch 1; here it has nothing to do.
+            tensors = {name: ops.convert_to_tensor(value) for name, value in inputs.items()}
+            return self.call(tensors, training=False)
         return super().__call__(inputs, *args, **kwargs)
+
+    def _eager_torch_inference(self, inputs, kwargs):
+        """Torch, autograd off, concrete inputs, not training, no autocast."""
+        if keras.backend.backend() != "torch" or set(kwargs) - {"training"}:
+            return False
+        import torch  # lazy: torch only on the torch backend
+
+        return (
+            not torch.is_grad_enabled()
+            and not kwargs.get("training")
+            and self.compute_dtype == self.variable_dtype
+            and not any(isinstance(v, keras.KerasTensor) for v in inputs.values())
+        )
 
     def call(self, inputs, training=None, mask=None):
         # `fit`/`predict` on JAX reach `call` without `__call__`. The encoder

@@ -223,3 +223,26 @@ def test_dtype_policy_is_kept_in_config(policy):
     revived = kbert.BertBackbone.from_config(backbone.get_config())
     assert revived.dtype_policy.name == policy
     assert revived.transformer_layers[0].query.compute_dtype == policy.split("_")[1]
+
+
+@pytest.mark.skipif(keras.backend.backend() != "torch", reason="torch inference path")
+def test_torch_inference_skips_keras_call_bookkeeping_with_equal_outputs():
+    import torch
+
+    backbone = kbert.BertBackbone(**TINY_BACKBONE, output_hidden_states=True)
+    inputs = token_inputs()
+    keras_path = keras.Model.__call__(backbone, backbone.standardize_inputs(inputs))
+    calls = []
+    backbone.call = lambda *args, _call=backbone.call, **kwargs: (
+        calls.append(kwargs) or _call(*args, **kwargs)
+    )
+    with torch.no_grad():
+        direct = backbone(inputs)
+    assert calls == [{"training": False}]
+    for name in ("sequence_output", "pooled_output"):
+        assert_all_close(direct[name], keras_path[name], atol=1e-6)
+    assert len(direct["hidden_states"]) == TINY_BACKBONE["num_layers"] + 1
+    # With autograd on (training, gradients), Keras' __call__ runs as before.
+    outputs = backbone(inputs, training=True)
+    outputs["pooled_output"].sum().backward()
+    assert backbone.embeddings.token_embedding.embeddings.value.grad is not None
