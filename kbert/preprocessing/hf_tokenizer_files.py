@@ -10,22 +10,15 @@ import os
 
 from kbert.preprocessing import keras_hub_tokenizer_files
 from kbert.preprocessing.vocabulary import VOCABULARY_FILE, load_vocabulary, save_vocabulary
+from kbert.utils.text_files import read_json
 
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TOKENIZER_JSON_FILE = "tokenizer.json"
 PREPROCESSOR_CONFIG_FILE = "preprocessor_config.json"
 
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from None
-
-
 def _from_tokenizer_json(path):
-    data = _read_json(path)
+    data = read_json(path)
     model = data.get("model") or {}
     if model.get("type") != "WordPiece":
         raise ValueError(
@@ -85,7 +78,7 @@ def read_tokenizer_files(directory):
         result = _from_tokenizer_json(json_path)
         load_vocabulary(result["vocabulary"])  # checks it
         return result
-    config = _read_json(config_path) if os.path.isfile(config_path) else {}
+    config = read_json(config_path) if os.path.isfile(config_path) else {}
     strip_accents = config.get("strip_accents")
     result = {
         "vocabulary": load_vocabulary(vocab_path),
@@ -93,7 +86,7 @@ def read_tokenizer_files(directory):
         "strip_accents": None if strip_accents is None else bool(strip_accents),
     }
     if has_json:
-        normalizer = _read_json(json_path).get("normalizer") or {}
+        normalizer = read_json(json_path).get("normalizer") or {}
         if normalizer.get("type") == "BertNormalizer":
             result["lowercase"] = bool(normalizer.get("lowercase", True))
             result["strip_accents"] = normalizer.get("strip_accents")
@@ -134,11 +127,11 @@ def set_model_max_length(directory, length):
     Example:
     >>> write_tokenizer_files("out", ["[PAD]", "[UNK]"], True, None)
     >>> set_model_max_length("out", 512)
-    >>> _read_json("out/tokenizer_config.json")["model_max_length"]
+    >>> read_json("out/tokenizer_config.json")["model_max_length"]
     512
     """
     path = os.path.join(os.fspath(directory), TOKENIZER_CONFIG_FILE)
-    config = _read_json(path)
+    config = read_json(path)
     config["model_max_length"] = int(length)
     with open(path, "w") as file:
         json.dump(config, file, indent=2)
@@ -154,17 +147,17 @@ def read_preprocessor_config(directory):
     directory = os.fspath(directory)
     path = os.path.join(directory, PREPROCESSOR_CONFIG_FILE)
     if os.path.isfile(path):
-        return _read_json(path)
+        return read_json(path)
     if keras_hub_tokenizer_files.is_keras_hub_tokenizer(directory):
         return keras_hub_tokenizer_files.read_keras_hub_preprocessor(directory)
     sentence_bert = os.path.join(directory, "sentence_bert_config.json")
     if os.path.isfile(sentence_bert):
-        length = _read_json(sentence_bert).get("max_seq_length")
+        length = read_json(sentence_bert).get("max_seq_length")
         if length:
             return {"sequence_length": int(length)}
     json_path = os.path.join(directory, TOKENIZER_JSON_FILE)
     if os.path.isfile(json_path):
-        truncation = _read_json(json_path).get("truncation") or {}
+        truncation = read_json(json_path).get("truncation") or {}
         if truncation.get("max_length"):
             return {"sequence_length": int(truncation["max_length"])}
     return {}

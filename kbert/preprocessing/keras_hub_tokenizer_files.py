@@ -5,10 +5,10 @@ same name), the vocabulary is `assets/tokenizer/vocabulary.txt` and the
 packing settings are in `preprocessor.json`.
 """
 
-import json
 import os
 
 from kbert.preprocessing.vocabulary import load_vocabulary
+from kbert.utils.text_files import read_json
 
 TOKENIZER_FILE = "tokenizer.json"
 VOCABULARY_PATH = os.path.join("assets", "tokenizer", "vocabulary.txt")
@@ -20,14 +20,6 @@ REGISTERED_PREFIX = "keras_hub>"
 TRUNCATIONS = {"round_robin": "longest_first"}
 
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from None
-
-
 def is_keras_hub_config(path):
     """Whether a JSON file is a keras-hub object config (`"keras_hub>..."`).
 
@@ -37,7 +29,7 @@ def is_keras_hub_config(path):
     """
     if not os.path.isfile(path):
         return False
-    data = _read_json(path)
+    data = read_json(path)
     return isinstance(data, dict) and str(data.get("registered_name", "")).startswith(
         REGISTERED_PREFIX
     )
@@ -56,7 +48,7 @@ def read_keras_hub_tokenizer(directory):
     """`{"vocabulary", "lowercase", "strip_accents"}` of a keras-hub `BertTokenizer`."""
     directory = os.fspath(directory)
     path = os.path.join(directory, TOKENIZER_FILE)
-    data = _read_json(path)
+    data = read_json(path)
     if data.get("class_name") != "BertTokenizer":
         raise ValueError(
             f"{path}: a keras-hub {data.get('class_name')!r}, not a BertTokenizer; "
@@ -83,7 +75,7 @@ def read_keras_hub_preprocessor(directory):
     path = os.path.join(os.fspath(directory), PREPROCESSOR_FILE)
     if not os.path.isfile(path):
         return {}
-    config = _read_json(path).get("config") or {}
+    config = read_json(path).get("config") or {}
     result = {}
     if config.get("sequence_length"):
         result["sequence_length"] = int(config["sequence_length"])

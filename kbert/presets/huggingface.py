@@ -8,7 +8,6 @@ checkpoint holds; heads it lacks are freshly initialized. The weight map is
 `kbert.presets.hf_weight_map`; writing is `kbert.presets.hf_save.save_hf`.
 """
 
-import json
 import logging
 import os
 
@@ -34,6 +33,7 @@ from kbert.presets.sentence_transformers_files import (
     is_sentence_transformers,
 )
 from kbert.presets.weight_map import load_weights, variable_at
+from kbert.utils.text_files import read_json
 
 logger = logging.getLogger("kbert.presets")
 
@@ -86,12 +86,7 @@ def read_hf_config(directory):
     >>> read_hf_config(minilm_dir)["hidden_size"]
     384
     """
-    path = os.path.join(directory, CONFIG)
-    try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}.") from error
+    return read_json(os.path.join(directory, CONFIG))
 
 
 def heads_in(reader, config, cls):

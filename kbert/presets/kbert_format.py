@@ -19,6 +19,7 @@ from kbert.models.backbone import BertBackbone
 from kbert.presets.config_keys import require_config_keys
 from kbert.presets.hf_config import BACKBONE_KEYS, REQUIRED_KEYS
 from kbert.utils.atomic import atomic_directory
+from kbert.utils.text_files import read_json
 
 BACKBONE_CONFIG = "backbone.json"
 BACKBONE_WEIGHTS = "backbone.weights.h5"
@@ -51,7 +52,7 @@ def kbert_preset_task(directory):
     task_path = os.path.join(directory, TASK_CONFIG)
     if not os.path.isfile(task_path):
         return "backbone"
-    class_name = _read_json(task_path)["class_name"]
+    class_name = read_json(task_path)["class_name"]
     return next(
         (cls.task_name for cls in MODEL_CLASSES if cls.__name__ == class_name),
         "backbone",
@@ -67,11 +68,6 @@ def head_variables(task):
 def _write_json(path, data):
     with open(path, "w", encoding="utf-8") as file:
         json.dump(data, file, indent=2, sort_keys=True)
-
-
-def _read_json(path):
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
 
 
 def save_kbert_preset(model, directory):
@@ -129,7 +125,7 @@ def load_head_weights(task, path):
 def load_backbone(directory, backbone_cls, overrides):
     """Builds the backbone; consumes the overrides that are backbone config."""
     path = os.path.join(directory, BACKBONE_CONFIG)
-    stored = _read_json(path)
+    stored = read_json(path)
     require_config_keys(stored, ["config"], path)
     config = dict(stored["config"])
     require_config_keys(config, REQUIRED_BACKBONE_KEYS, path)
@@ -156,11 +152,11 @@ def load_kbert_preset(cls, directory, preprocessor, **overrides):
     backbone = load_backbone(directory, cls.backbone_cls, overrides)
     task_path = os.path.join(directory, TASK_CONFIG)
     same_task = (
-        os.path.isfile(task_path) and _read_json(task_path)["class_name"] == cls.__name__
+        os.path.isfile(task_path) and read_json(task_path)["class_name"] == cls.__name__
     )
     if not same_task:
         return cls(backbone=backbone, preprocessor=preprocessor, **overrides)
-    config = {**_read_json(task_path)["config"], **overrides}
+    config = {**read_json(task_path)["config"], **overrides}
     config.pop("name", None)
     model = cls(backbone=backbone, preprocessor=preprocessor, **config)
     load_head_weights(model, os.path.join(directory, TASK_WEIGHTS))

@@ -9,7 +9,6 @@ BERT with tanh-approximated GELU; its weight names are
 `kbert.presets.keras_hub_weight_map`'s.
 """
 
-import json
 import os
 
 from kbert.models.backbone import BertBackbone
@@ -19,6 +18,7 @@ from kbert.presets.checkpoint_files import KerasWeightsReader
 from kbert.presets.config_keys import require_config_keys
 from kbert.presets.keras_hub_weight_map import BACKBONE_FILE, TASK_FILE, keras_hub_weights
 from kbert.presets.weight_map import load_weights, variable_at
+from kbert.utils.text_files import read_json
 
 CONFIG = "config.json"
 TASK_CONFIG = "task.json"
@@ -34,11 +34,6 @@ BACKBONE_KEYS = (
 TASKS = {"BertTextClassifier": ("classifier", ("classifier",))}
 
 
-def _read_json(path):
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
-
-
 def is_keras_hub_directory(directory):
     """Whether a directory holds a keras-hub preset (a keras-hub `config.json`).
 
@@ -51,7 +46,7 @@ def is_keras_hub_directory(directory):
 
 def _stored_task(directory):
     path = os.path.join(directory, TASK_CONFIG)
-    return _read_json(path) if os.path.isfile(path) else None
+    return read_json(path) if os.path.isfile(path) else None
 
 
 def keras_hub_task(directory):
@@ -63,7 +58,7 @@ def keras_hub_task(directory):
 def backbone_config(directory):
     """kbert `BertBackbone` arguments from keras-hub's `config.json`."""
     path = os.path.join(directory, CONFIG)
-    stored = _read_json(path)
+    stored = read_json(path)
     if stored.get("class_name") != "BertBackbone":
         raise ValueError(
             f"{path}: a keras-hub {stored.get('class_name')!r}, not a BertBackbone; "

@@ -9,6 +9,8 @@ pipelines of exactly those modules.
 import json
 import os
 
+from kbert.utils.text_files import read_json
+
 MODULES = "modules.json"
 POOLING_CONFIG = os.path.join("1_Pooling", "config.json")
 SENTENCE_BERT_CONFIG = "sentence_bert_config.json"
@@ -18,11 +20,6 @@ POOLING_MODES = {
     "pooling_mode_max_tokens": "max",
 }
 SUPPORTED_MODULES = ("Transformer", "Pooling", "Normalize")
-
-
-def _read_json(path):
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
 
 
 def is_sentence_transformers(directory):
@@ -47,7 +44,7 @@ def embedder_arguments(directory):
     """
     if not is_sentence_transformers(directory):
         return {}
-    modules = _read_json(os.path.join(directory, MODULES))
+    modules = read_json(os.path.join(directory, MODULES))
     kinds = [module["type"].rsplit(".", 1)[-1] for module in modules]
     unsupported = [kind for kind in kinds if kind not in SUPPORTED_MODULES]
     if unsupported:
@@ -61,7 +58,7 @@ def embedder_arguments(directory):
         if module["type"].endswith("Pooling"):
             pooling_path = os.path.join(directory, module["path"], "config.json")
     if os.path.isfile(pooling_path):
-        pooling = _read_json(pooling_path)
+        pooling = read_json(pooling_path)
         chosen = [mode for key, mode in POOLING_MODES.items() if pooling.get(key)]
         others = [
             key

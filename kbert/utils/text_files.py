@@ -1,4 +1,5 @@
-"""Reading a user's text, CSV or JSONL file, with errors that name the line."""
+"""Reading a user's text, CSV, JSONL or JSON file, with errors that name the
+file (and the line)."""
 
 import csv
 import io
@@ -23,6 +24,23 @@ def read_text(path):
     if not text.strip():
         raise ValueError(f"{path}: the file is empty.")
     return text
+
+
+def read_json(path):
+    """The parsed JSON file at `path`; a `ValueError` naming it when it is not JSON.
+
+    Example:
+    >>> with open("settings.json", "w") as file:
+    ...     print('{"lowercase": true', file=file)
+    >>> read_json("settings.json")
+    Traceback (most recent call last):
+    ValueError: settings.json is not valid JSON: Expecting ',' delimiter: ...
+    """
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
 
 
 def read_rows(path):
