@@ -35,6 +35,18 @@ def tiny_backbone(**overrides):
     return kbert.BertBackbone(**{**TINY_BACKBONE, **overrides})
 
 
+def randomized(model, seed=0, scale=0.2):
+    """Every variable random (LayerNorm scales around 1), so no mix-up of
+    weights hides behind zeros and ones."""
+    rng = np.random.default_rng(seed)
+    for variable in model.weights:
+        value = rng.normal(0.0, scale, variable.shape)
+        if variable.path.endswith("gamma"):
+            value += 1.0
+        variable.assign(value.astype("float32"))
+    return model
+
+
 def token_inputs(batch=3, length=10, extra_dims=(), seed=0, vocabulary_size=64):
     """Random token ids with [CLS]-like first token and right padding."""
     rng = np.random.default_rng(seed)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kbert
+from tests.test_case import randomized
 
 TOLERANCE = 1e-5
 VOCABULARY = [
@@ -33,22 +34,12 @@ TINY = dict(
 )
 
 
-def randomized(model, seed=0):
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        value = rng.normal(0.0, 0.3, variable.shape)
-        if variable.path.endswith("gamma"):
-            value += 1.0
-        variable.assign(value.astype("float32"))
-    return model
-
-
 def tiny(cls, **arguments):
     preprocessor = kbert.BertPreprocessor(
         kbert.BertTokenizer(VOCABULARY), sequence_length=24
     )
     backbone = kbert.BertBackbone(**TINY)
-    return randomized(cls(backbone, preprocessor=preprocessor, **arguments))
+    return randomized(cls(backbone, preprocessor=preprocessor, **arguments), scale=0.3)
 
 
 def hf_pipeline(task, model, tmp_path):

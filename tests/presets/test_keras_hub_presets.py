@@ -6,6 +6,7 @@ import pytest
 
 import kbert
 from kbert.presets.formats import detect_task
+from tests.test_case import randomized
 
 TOLERANCE = 1e-5
 VOCABULARY = [
@@ -13,16 +14,6 @@ VOCABULARY = [
     "the", "a", "fox", "##es", "jump", "##s", "over", "dog", "café", ".", ",",
 ]  # fmt: skip
 TEXTS = ["The foxes jump over the dog.", "A café, a fox", "dog"]
-
-
-def randomized(model, seed=0):
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        value = rng.normal(0.0, 0.2, variable.shape)
-        if variable.path.endswith("gamma"):
-            value += 1.0
-        variable.assign(value.astype("float32"))
-    return model
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from tests.presets.presets_helpers import (
     save_hf_model,
     token_batch,
 )
+from tests.test_case import randomized
 
 # The shapes of presets_helpers.UNUSUAL_CONFIG: JAX compiles each op once per shape.
 TINY = dict(
@@ -45,17 +46,6 @@ class VocabularyWriter(keras.layers.Layer):
             file.write("\n".join(words) + "\n")
         with open(os.path.join(directory, "tokenizer_config.json"), "w") as file:
             file.write('{"do_lower_case": true, "tokenizer_class": "BertTokenizer"}')
-
-
-def randomized(model, seed=0):
-    """Every variable random, so no mix-up hides behind zeros and ones."""
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        value = rng.normal(0.0, 0.2, variable.shape)
-        if variable.path.endswith("gamma"):
-            value += 1.0
-        variable.assign(value.astype("float32"))
-    return model
 
 
 def build(task, activation):
