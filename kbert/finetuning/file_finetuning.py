@@ -17,7 +17,7 @@ from kbert.finetuning.metrics import classification_report, confusion_matrix, re
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
-from kbert.pretraining.distribution import data_parallel, multi_worker_mirrored_strategy
+from kbert.pretraining.distribution import job_data_parallel
 from kbert.utils import cluster as cluster_lib
 from kbert.utils.labelled_files import encode_labels, read_examples
 from kbert.utils.output_paths import check_output_path
@@ -65,11 +65,7 @@ def finetune_on_files(
     """
     check_output_path(out, "directory")
     cluster_lib.join_cluster(**(cluster or {}))
-    strategy = None
-    if cluster_lib.process_count() > 1 and keras.backend.backend() == "tensorflow":
-        strategy = multi_worker_mirrored_strategy()
-    elif cluster_lib.process_count() > 1:
-        keras.distribution.set_distribution(data_parallel())
+    strategy = job_data_parallel() if cluster_lib.process_count() > 1 else None
     recipe = recipe or FinetuneRecipe()
     columns = dict(
         text_column=text_column, label_column=label_column, pair_column=pair_column

@@ -133,6 +133,18 @@ def multi_worker_mirrored_strategy():
     return tf_multi_worker.join()
 
 
+def job_data_parallel():
+    """Data parallel over every process of a multi-process job.
+
+    On TensorFlow returns the job's `multi_worker_mirrored_strategy()` (build
+    the model in its scope); on JAX sets `data_parallel()` and returns None.
+    """
+    if keras.backend.backend() == "tensorflow":
+        return multi_worker_mirrored_strategy()
+    keras.distribution.set_distribution(data_parallel())
+    return None
+
+
 def _require_jax(name):
     if keras.backend.backend() != "jax":
         raise ValueError(

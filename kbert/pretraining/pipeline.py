@@ -261,14 +261,11 @@ def _distribution(config):
     """Sets a JAX distribution, or returns a TF strategy to build under."""
     if config.distribution == "mirrored":
         return distribution.mirrored_strategy()
-    multi_process = cluster.process_count() > 1
-    if config.distribution == "multi_worker_mirrored" or (
-        keras.backend.backend() == "tensorflow" and multi_process
-    ):
+    if config.distribution == "multi_worker_mirrored":
         return distribution.multi_worker_mirrored_strategy()
-    if config.distribution == "data_parallel" or (
-        config.distribution == "none" and multi_process
-    ):
+    if config.distribution in ("none", "data_parallel") and cluster.process_count() > 1:
+        return distribution.job_data_parallel()
+    if config.distribution == "data_parallel":
         keras.distribution.set_distribution(distribution.data_parallel())
     elif config.distribution == "model_parallel":
         keras.distribution.set_distribution(
