@@ -56,6 +56,15 @@ def export_spec(model, text_pairs=None):
     ('logits', 'probabilities')
     """
     output_names = tuple(model.export_outputs(model.output))  # raises if not exportable
+    quantized = sorted(getattr(model, "quantized_layer_paths", dict)())
+    if quantized:
+        raise ValueError(
+            f"Cannot export {model.name}: it is Keras-quantized ({len(quantized)} layers, "
+            f"e.g. {quantized[0]!r}), and kbert verifies exports of float models only. "
+            "Export the float model and let the exporter quantize for its runtime: "
+            "onnx(..., quantization='dynamic_int8'), "
+            "tflite(..., quantization='dynamic_int8'), openvino(..., quantization='int8')."
+        )
     text_inputs = model.text_inputs
     if text_pairs:
         if model.pair_text_inputs is None:

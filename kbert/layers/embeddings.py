@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from kbert.layers.sublayers import call_sublayer
+
 
 @keras.saving.register_keras_serializable(package="kbert")
 class BertEmbeddings(keras.layers.Layer):
@@ -72,11 +74,11 @@ class BertEmbeddings(keras.layers.Layer):
             (0, 0),
             (sequence_length, self.hidden_dim),
         )
-        # Sublayers through `.call()`, as in `BertTransformerLayer.call`.
+        # Sublayers through `.call()`: see `kbert.layers.sublayers`.
         x = (
-            self.token_embedding.call(token_ids)
+            call_sublayer(self.token_embedding, token_ids)
             + ops.cast(positions, self.compute_dtype)[None]
-            + self.segment_embedding.call(segment_ids)
+            + call_sublayer(self.segment_embedding, segment_ids)
         )
         return self.dropout_layer.call(self.layer_norm.call(x), training=training)
 

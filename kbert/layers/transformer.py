@@ -5,6 +5,7 @@ from keras import ops
 
 from kbert.layers.activations import get_activation
 from kbert.layers.fused_projection import FusedProjection
+from kbert.layers.sublayers import call_sublayer
 
 
 def _large_negative(dtype):
@@ -117,14 +118,13 @@ class BertTransformerLayer(keras.layers.Layer):
 
     def call(self, x, attention_mask=None, training=None, return_attention_scores=False):
         """`attention_mask`: boolean, broadcastable to (batch, heads, q, k)."""
-        # Sublayers run through `.call()`: this layer's `__call__` has already
-        # cast `x`, opened the autocast scope and resolved `training`, and
-        # eleven more `__call__`s per layer are most of the torch backend's
-        # per-batch Python overhead.
+        # Sublayers run through `.call()` (Dense: `call_sublayer`, which
+        # takes the quantized path of a quantized layer), not `__call__`:
+        # see `kbert.layers.sublayers`.
         qkv = self._qkv_projection(x)  # one matmul in torch inference, else None
         if qkv is None:
             query, key, value = (
-                self._split_heads(dense.call(x))
+                self._split_heads(call_sublayer(dense, x))
                 for dense in (self.query, self.key, self.value)
             )
         else:
@@ -140,10 +140,10 @@ class BertTransformerLayer(keras.layers.Layer):
             probabilities = None
         context = ops.reshape(context, ops.shape(x))
         attention = self.hidden_dropout.call(
-            self.attention_output.call(context), training=training
+            call_sublayer(self.attention_output, context), training=training
         )
         x = self.attention_layer_norm.call(x + attention)
-        feed_forward = self.output_dense.call(self.intermediate.call(x))
+        feed_forward = call_sublayer(self.output_dense, call_sublayer(self.intermediate, x))
         feed_forward = self.hidden_dropout.call(feed_forward, training=training)
         x = self.output_layer_norm.call(x + feed_forward)
         if return_attention_scores:

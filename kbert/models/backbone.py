@@ -5,11 +5,17 @@ import numpy as np
 from keras import ops
 
 from kbert.layers.embeddings import BertEmbeddings
+from kbert.layers.sublayers import call_sublayer
 from kbert.layers.transformer import BertTransformerLayer
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel, check_id_ranges
 from kbert.models.jax_state import JaxStateRestoringModel
 from kbert.models.preset_io import PresetMixin
+from kbert.models.quantization import (
+    QuantizableModel,
+    quantizable_layers,
+    restore_activation_quantizers,
+)
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -29,7 +35,11 @@ def attention_mask_from_padding(padding_mask):
 
 @keras.saving.register_keras_serializable(package="kbert")
 class BertBackbone(
-    PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalModel
+    PresetMixin,
+    QuantizableModel,
+    IdRangeCheckedModel,
+    JaxStateRestoringModel,
+    FunctionalModel,
 ):
     """The BERT encoder: embeddings, post-LN transformer layers and pooler.
 
@@ -89,8 +99,11 @@ class BertBackbone(
         output_hidden_states=False,
         output_attentions=False,
         dtype=None,
+        quantized_activations=(),
         **kwargs,
     ):
+        # A `DTypePolicyMap` (a quantized backbone's config) reaches every
+        # sublayer, which takes its own layer path's policy from it.
         # === Layers ===
         self.embeddings = BertEmbeddings(
             vocabulary_size=vocabulary_size,
@@ -132,7 +145,10 @@ class BertBackbone(
         }
         outputs = self._encode(inputs, None, output_hidden_states, output_attentions)
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-        if dtype is not None:  # a functional model does not keep `dtype` itself
+        if isinstance(dtype, keras.dtype_policies.DTypePolicyMap):
+            self.dtype_policy = dtype.default_policy
+            restore_activation_quantizers(self, quantized_activations)
+        elif dtype is not None:  # a functional model does not keep `dtype` itself
             self.dtype_policy = keras.dtype_policies.get(dtype)
 
         # === Config ===
@@ -206,7 +222,9 @@ class BertBackbone(
         """
 
         def run(layer, *args, **kwargs):
-            return layer.call(*args, **kwargs) if direct else layer(*args, **kwargs)
+            return (
+                call_sublayer(layer, *args, **kwargs) if direct else layer(*args, **kwargs)
+            )
 
         x = run(
             self.embeddings, inputs["token_ids"], inputs["segment_ids"], training=training
@@ -289,11 +307,25 @@ class BertBackbone(
             )
         return inputs
 
+    def _dtype_config(self):
+        """The dtype policy, or a `DTypePolicyMap` naming each quantized layer."""
+        quantized = [layer for layer in quantizable_layers(self) if layer.quantization_mode]
+        if not quantized:
+            return keras.dtype_policies.serialize(self.dtype_policy)
+        policy_map = keras.dtype_policies.DTypePolicyMap(
+            default_policy=self.dtype_policy,
+            policy_map={layer.path: layer.dtype_policy for layer in quantized},
+        )
+        return keras.dtype_policies.serialize(policy_map)
+
     def get_config(self):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": self._dtype_config(),
+            "quantized_activations": sorted(
+                path for path, active in self.quantized_layer_paths().items() if active
+            ),
             "vocabulary_size": self.vocabulary_size,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,

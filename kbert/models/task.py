@@ -12,6 +12,7 @@ from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel
 from kbert.models.jax_state import JaxStateRestoringModel
 from kbert.models.preset_io import PresetMixin
+from kbert.models.quantization import QuantizableModel
 from kbert.optimization.optimizers import bert_optimizer
 
 DEFAULT_LEARNING_RATE = 5e-5
@@ -39,7 +40,13 @@ def _is_batched(x):
     return _is_dataset(x) or isinstance(x, keras.utils.PyDataset)
 
 
-class Task(PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalModel):
+class Task(
+    PresetMixin,
+    QuantizableModel,
+    IdRangeCheckedModel,
+    JaxStateRestoringModel,
+    FunctionalModel,
+):
     """A backbone plus a head, compiled with working defaults on creation.
 
     Subclasses build a functional graph and define `default_loss()` and
