@@ -262,3 +262,21 @@ def check_target(path, kind, overwrite=False):
             file=sys.stderr,
         )
     return found
+
+
+def add_overwrite_argument(parser):
+    """Adds `--overwrite` (`args.overwrite`) to a writing subcommand's parser.
+
+    Example:
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser()
+    >>> add_overwrite_argument(parser)
+    >>> parser.parse_args(["--overwrite"]).overwrite
+    True
+    """
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write over an output that holds files kbert did not write (default: "
+        "refuse; kbert's own earlier output is always replaced)",
+    )
