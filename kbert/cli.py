@@ -35,6 +35,7 @@ from kbert.inference.embed_command import add_embed_command
 from kbert.models import task_names
 from kbert.presets import OUTPUT_FORMATS
 from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
+from kbert.utils.artifact_kinds import add_overwrite_argument
 from kbert.utils.quiet import quiet_logs, quiet_process
 
 
@@ -134,6 +135,7 @@ def add_convert_command(subparsers):
         action="store_true",
         help="convert the weights without the tokenizer files",
     )
+    add_overwrite_argument(parser)
     parser.set_defaults(handler=convert)
 
 
@@ -166,6 +168,7 @@ def convert(args):
             to=args.to,
             task=args.task,
             weights_only=args.weights_only,
+            overwrite=args.overwrite,
             **overrides,
         )
     backbone = getattr(model, "backbone", model)

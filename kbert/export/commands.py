@@ -14,12 +14,11 @@ import json
 from kbert.export.options import (
     DEFAULT_MIN_AGREEMENT,
     DEFAULT_OPSET,
-    DIRECTORY_FORMATS,
     FLAVOURS,
     ONNX_QUANTIZATIONS,
 )
+from kbert.utils.artifact_kinds import add_overwrite_argument, check_target
 from kbert.utils.labelled_files import read_examples
-from kbert.utils.output_paths import check_output_path
 
 
 def add_export_command(subparsers):
@@ -79,6 +78,7 @@ def add_export_command(subparsers):
         help="TFLite: accept this verification bound (relative when quantized)",
     )
     parser.add_argument("--opset", type=int, default=DEFAULT_OPSET, help="ONNX opset")
+    add_overwrite_argument(parser)
     parser.set_defaults(handler=export_command)
 
 
@@ -95,8 +95,7 @@ def export_command(args):
     Verified: {...}
     0
     """
-    directory = args.format in DIRECTORY_FORMATS
-    check_output_path(args.output, "directory" if directory else "file")
+    check_target(args.output, args.format, args.overwrite)
     # lazy: keep --help fast
     from kbert.export.model_source import load_model
     from kbert.export.onnx import onnx
@@ -107,10 +106,20 @@ def export_command(args):
     model = load_model(args.model)
     text_pairs = True if args.text_pairs else None
     if args.format == "saved_model":
-        record = saved_model(model, args.output, text_pairs=text_pairs, source=args.model)
+        record = saved_model(
+            model,
+            args.output,
+            text_pairs=text_pairs,
+            source=args.model,
+            overwrite=args.overwrite,
+        )
     elif args.format == "openvino":
         record = openvino(
-            model, args.output, source=args.model, min_agreement=args.min_agreement
+            model,
+            args.output,
+            source=args.model,
+            min_agreement=args.min_agreement,
+            overwrite=args.overwrite,
         )
     elif args.format == "onnx":
         record = onnx(
@@ -120,6 +129,7 @@ def export_command(args):
             source=args.model,
             quantization=args.quantization,
             min_agreement=args.min_agreement,
+            overwrite=args.overwrite,
         )
     else:
         batch_size = args.batch_size
@@ -138,6 +148,7 @@ def export_command(args):
             source=args.model,
             tolerance=args.tolerance,
             min_agreement=args.min_agreement,
+            overwrite=args.overwrite,
         )
     print(f"Wrote {args.output} ({record['format']}, {record['task']})")
     print("Verified: " + json.dumps(record["verification"], indent=2))

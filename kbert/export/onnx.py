@@ -31,8 +31,8 @@ from kbert.export.record import build_record, write_with_record
 from kbert.export.runtimes import OnnxRunner
 from kbert.export.spec import export_spec, forward, keras_outputs
 from kbert.export.verification_data import verification_data
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_file
-from kbert.utils.output_paths import check_output_path
 
 MIN_OPSET = 17
 
@@ -44,6 +44,7 @@ def onnx(
     source=None,
     quantization=None,
     min_agreement=DEFAULT_MIN_AGREEMENT,
+    overwrite=False,
 ):
     """Exports `model` (token ids in) to a verified ONNX file at `path`.
 
@@ -69,6 +70,9 @@ def onnx(
         min_agreement: the least share of predictions a quantized file must
             share with the Keras model (`kbert.export.agreement`); lower it
             to keep a quantization whose agreement you have measured.
+        overwrite: write over a `path` holding files kbert did not write
+            (otherwise refused before any work; kbert's own earlier artifact
+            is always replaced).
 
     Returns:
         The export record (a dict), with the verification figures.
@@ -90,7 +94,7 @@ def onnx(
     >>> record["quantization"], record["quantized"]["agreement"]["kind"]
     ('dynamic_int8', 'argmax')
     """
-    check_output_path(path, "file")
+    check_target(path, "onnx", overwrite)
     if opset < MIN_OPSET:
         raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
     if quantization not in QUANTIZATIONS and not isinstance(

@@ -19,12 +19,14 @@ from kbert.export.record import OPENVINO_XML, build_record, write_with_record
 from kbert.export.runtimes import OpenVinoRunner
 from kbert.export.spec import export_spec, keras_outputs
 from kbert.export.verification_data import verification_data
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
-from kbert.utils.output_paths import check_output_path
 from kbert.utils.owned_temps import work_directory
 
 
-def openvino(model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT):
+def openvino(
+    model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT, overwrite=False
+):
     """Exports `model` (token ids in) to a verified OpenVINO IR directory.
 
     Args:
@@ -33,6 +35,9 @@ def openvino(model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT):
         source: where the model came from, kept in the export record.
         min_agreement: the least share of predictions the model must share
             with Keras at OpenVINO's default precision.
+        overwrite: write over a `path` holding files kbert did not write
+            (otherwise refused before any work; kbert's own earlier artifact
+            is always replaced).
 
     Returns:
         The export record (a dict).
@@ -44,7 +49,7 @@ def openvino(model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT):
     >>> sorted(os.listdir("out/classifier_ov"))
     ['kbert_export.json', 'openvino_model.bin', 'openvino_model.xml']
     """
-    check_output_path(path, "directory")
+    check_target(path, "openvino", overwrite)
     import openvino as ov  # lazy: an optional runtime, only for this format
 
     spec = export_spec(model)

@@ -12,5 +12,3 @@ DEFAULT_OPSET = 18
 # A quantized artifact must predict as the Keras model does on this share of
 # the held-out reviews.
 DEFAULT_MIN_AGREEMENT = 0.99
-# Formats written as a directory (the others are one file).
-DIRECTORY_FORMATS = ("saved_model", "openvino")

@@ -24,8 +24,8 @@ from kbert.export.runtimes import run_saved_model, run_saved_model_here
 from kbert.export.spec import export_spec, forward, keras_outputs, token_input_shape
 from kbert.export.text_graph import text_features
 from kbert.export.verification_data import texts_to_features, verification_data
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
-from kbert.utils.output_paths import check_output_path
 
 TEXT_SIGNATURE = "serving_default"
 TOKEN_SIGNATURE = "serve_token_ids"
@@ -53,7 +53,7 @@ NEWER_TF_TEXT_OPS = frozenset(
 )
 
 
-def saved_model(model, path, text_pairs=None, source=None):
+def saved_model(model, path, text_pairs=None, source=None, overwrite=False):
     """Exports `model` as a TF Serving SavedModel at `path`, verified.
 
     Signatures: `serving_default` (strings in; needs `model.preprocessor`,
@@ -75,6 +75,9 @@ def saved_model(model, path, text_pairs=None, source=None):
             signature then takes `text` and `text_pair`.
         source: where the model came from (preset directory or `.keras`
             file), kept in the export record for `kbert verify`.
+        overwrite: write over a `path` holding files kbert did not write
+            (otherwise refused before any work; kbert's own earlier artifact
+            is always replaced).
 
     Returns:
         The export record (a dict): signatures, outputs, verification.
@@ -86,7 +89,7 @@ def saved_model(model, path, text_pairs=None, source=None):
     >>> # TF Serving: POST /v1/models/classifier:predict
     >>> #   {"instances": [{"text": "A fine film."}]}
     """
-    check_output_path(path, "directory")
+    check_target(path, "saved_model", overwrite)
     spec = export_spec(model, text_pairs)
     if keras.backend.backend() != "tensorflow":
         return export_on_tensorflow(

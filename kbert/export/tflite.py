@@ -42,8 +42,8 @@ from kbert.export.verification_data import (
     representative_texts,
     texts_to_features,
 )
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_file
-from kbert.utils.output_paths import check_output_path
 from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import string_list
 
@@ -83,6 +83,7 @@ def tflite(
     source=None,
     tolerance=None,
     min_agreement=DEFAULT_MIN_AGREEMENT,
+    overwrite=False,
 ):
     """Exports `model` to a verified TFLite file at `path`.
 
@@ -118,6 +119,9 @@ def tflite(
         min_agreement: the least share of predictions a quantized file must
             share with the Keras model (`dynamic_int8` measured 0.994 on the
             fine-tuned MiniLM review classifier; full `int8` 0.77).
+        overwrite: write over a `path` holding files kbert did not write
+            (otherwise refused before any work; kbert's own earlier artifact
+            is always replaced).
 
     Returns:
         The export record (a dict), with the verification figures.
@@ -128,7 +132,7 @@ def tflite(
     (['text'], 'ai_edge_litert + tensorflow-text TFLite ops (...)')
     >>> # Android apps: flavour="mediapipe"; smaller: quantization="dynamic_int8"
     """
-    check_output_path(path, "file")
+    check_target(path, "tflite", overwrite)
     if flavour not in FLAVOURS:
         raise ValueError(f"flavour must be one of {FLAVOURS}; got {flavour!r}.")
     if quantization not in QUANTIZATIONS:

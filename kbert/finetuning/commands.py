@@ -10,6 +10,7 @@ import os
 
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.pretraining.commands import add_cluster_arguments
+from kbert.utils.artifact_kinds import add_overwrite_argument
 
 RECIPE = FinetuneRecipe()
 # Recipe fields -> the help of their flag.
@@ -64,6 +65,7 @@ def add_finetune_command(subparsers):
             help=RECIPE_FLAGS[field.name],
         )
     parser.add_argument("--out", default="out/finetune", help="output directory")
+    add_overwrite_argument(parser)
     add_cluster_arguments(parser)
     parser.set_defaults(handler=finetune_command)
     return parser
@@ -95,6 +97,7 @@ def finetune_command(args):
             name: getattr(args, name)
             for name in ("coordinator", "num_processes", "process_id", "multi_process")
         },
+        overwrite=args.overwrite,
     )
     if results is None:
         return 0  # not process 0 of a multi-process job: it reports

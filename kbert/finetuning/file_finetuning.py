@@ -19,8 +19,8 @@ from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
 from kbert.pretraining.distribution import job_data_parallel
 from kbert.utils import cluster as cluster_lib
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.labelled_files import encode_labels, read_examples
-from kbert.utils.output_paths import check_output_path
 
 
 def finetune_on_files(
@@ -35,6 +35,7 @@ def finetune_on_files(
     recipe=None,
     verbose=1,
     cluster=None,
+    overwrite=False,
 ):
     """Fine-tunes `BertClassifier.from_preset(recipe.preset)` on labelled files.
 
@@ -47,7 +48,9 @@ def finetune_on_files(
     (default: the sorted values in `train`); `recipe` defaults to
     `FinetuneRecipe()`. With `verbose`, prints one line per epoch and the
     per-class precision/recall/F1 table. `cluster`: the keyword arguments of
-    `kbert.utils.cluster.join_cluster` for a multi-process job. Returns the
+    `kbert.utils.cluster.join_cluster` for a multi-process job. An `out`
+    holding files kbert did not write is refused before any work unless
+    `overwrite=True`. Returns the
     results: labels, the recipe, training seconds, the history, the
     evaluated split's metrics and per-class report (`test_accuracy` with a
     test file), and the paths written.
@@ -63,7 +66,7 @@ def finetune_on_files(
     >>> results = finetune_on_files("reviews.csv", "out/finetune",  # doctest: +SKIP
     ...     text_column="review", label_column="sentiment")
     """
-    check_output_path(out, "directory")
+    check_target(out, "finetune_output", overwrite)
     cluster_lib.join_cluster(**(cluster or {}))
     strategy = job_data_parallel() if cluster_lib.process_count() > 1 else None
     recipe = recipe or FinetuneRecipe()
@@ -107,7 +110,7 @@ def finetune_on_files(
         else tempfile.TemporaryDirectory() as target
     ):
         os.makedirs(target, exist_ok=True)
-        model.save_to_preset(os.path.join(target, "preset"))
+        model.save_to_preset(os.path.join(target, "preset"), overwrite=overwrite)
     cluster_lib.barrier("fine-tuned preset saved")
     if not cluster_lib.is_chief():
         return None

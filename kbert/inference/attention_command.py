@@ -5,6 +5,8 @@ This module imports no Keras: `kbert --help` stays fast.
 
 import argparse
 
+from kbert.utils.artifact_kinds import add_overwrite_argument
+
 
 def add_attention_command(subparsers):
     """Declares `kbert attention MODEL TEXT -o PNG [--layer L] [--head H]`.
@@ -35,6 +37,7 @@ def add_attention_command(subparsers):
     parser.add_argument(
         "--sequence-length", type=int, help="longest text in word pieces (the preset's)"
     )
+    add_overwrite_argument(parser)
     parser.set_defaults(handler=attention_command)
     return parser
 
@@ -51,6 +54,7 @@ def attention_command(args):
         layer=args.layer,
         head=args.head,
         sequence_length=args.sequence_length,
+        overwrite=args.overwrite,
     )
     print(f"Wrote {path}: {description}")
     return 0

@@ -14,6 +14,7 @@ import numpy as np
 from kbert.models.backbone import BertBackbone
 from kbert.presets.formats import load_preprocessor
 from kbert.sources import resolve_source
+from kbert.utils.artifact_kinds import check_target
 
 DPI = 100
 
@@ -119,16 +120,21 @@ def plot_attention(tokens, attention, path, title="Attention"):
     return path
 
 
-def save_attention_map(source, text, path, layer=-1, head=None, sequence_length=None):
+def save_attention_map(
+    source, text, path, layer=-1, head=None, sequence_length=None, overwrite=False
+):
     """Draws one layer/head attention map of `text` under `source` to `path`.
 
     `layer`: index into the layers (default the last); `head`: index into
-    its heads, or None for their mean. Returns `(path, description)`.
+    its heads, or None for their mean. An existing `path` that is not a
+    PNG kbert drew is refused before any work unless `overwrite=True`.
+    Returns `(path, description)`.
 
     Example:
     >>> save_attention_map(classifier_preset, "A fine film.", "out/attention.png", head=1)
     ('out/attention.png', 'layer 2 of 2, head 2 of 2, 6 tokens')
     """
+    check_target(path, "attention_map", overwrite)
     tokens, attentions = attention_maps(source, text, sequence_length)
     layers, heads = attentions.shape[:2]
     attention = _pick(attentions, layer, head)

@@ -2,8 +2,8 @@
 
 import json
 
+from kbert.utils.artifact_kinds import add_overwrite_argument, check_target
 from kbert.utils.atomic import atomic_file
-from kbert.utils.output_paths import check_output_path
 from kbert.utils.text_files import read_rows, read_text
 
 
@@ -30,6 +30,7 @@ def add_embed_command(subparsers):
         "all_minilm_l6_v2 as sentence-transformers); batches pad only to their longest",
     )
     parser.add_argument("--batch-size", type=int, default=64)
+    add_overwrite_argument(parser)
     parser.set_defaults(handler=embed_command)
 
 
@@ -60,7 +61,7 @@ def read_texts(path, text_column=None):
 def embed_command(args):
     if not args.output.endswith((".npy", ".jsonl")):
         raise ValueError(f"OUTPUT must end in .npy or .jsonl; got {args.output!r}.")
-    check_output_path(args.output, "file")
+    check_target(args.output, "embeddings", args.overwrite)
     # lazy: keep --help fast
     import numpy as np
 

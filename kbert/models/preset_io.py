@@ -14,7 +14,7 @@ has yet (`import kbert` loads no model, to keep `kbert --help` light).
 
 import importlib
 
-from kbert.utils.output_paths import check_output_path
+from kbert.utils.artifact_kinds import check_target
 
 # The module that registers the checkpoint formats on import.
 _FORMATS_MODULE = "kbert.presets.formats"
@@ -102,13 +102,16 @@ class PresetMixin:
         """
         return _preset_format("load")(cls, source, **overrides)
 
-    def save_to_preset(self, directory):
+    def save_to_preset(self, directory, overwrite=False):
         """Writes a kbert preset directory (atomically) that `from_preset` reads.
+
+        A directory holding files kbert did not write is refused
+        (`kbert.utils.artifact_kinds`) unless `overwrite=True`.
 
         Example:
         >>> backbone.save_to_preset("out/backbone")
         >>> kbert.BertBackbone.from_preset("out/backbone").num_layers
         2
         """
-        check_output_path(directory, "directory")
+        check_target(directory, "kbert_preset", overwrite)
         _preset_format("save")(self, directory)

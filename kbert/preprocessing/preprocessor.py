@@ -6,7 +6,7 @@ from kbert.preprocessing import hf_tokenizer_files, packer
 from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_backend
 from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.sources import resolve_source
-from kbert.utils.output_paths import check_output_path
+from kbert.utils.artifact_kinds import check_target
 
 
 def _is_segment_list(x):
@@ -201,10 +201,14 @@ class BertPreprocessor(PreprocessingLayer):
         tokenizer = BertTokenizer.from_preset(directory, **tokenizer_kwargs)
         return cls(tokenizer, **arguments)
 
-    def save_to_preset(self, directory):
-        """Write the tokenizer files and `preprocessor_config.json`."""
-        check_output_path(directory, "directory")
-        self.tokenizer.save_to_preset(directory)
+    def save_to_preset(self, directory, overwrite=False):
+        """Write the tokenizer files and `preprocessor_config.json`.
+
+        Into a new directory or one of kbert's presets or HF directories; one
+        holding other files is refused unless `overwrite=True`.
+        """
+        check_target(directory, "tokenizer", overwrite)
+        self.tokenizer.save_to_preset(directory, overwrite=overwrite)
         hf_tokenizer_files.write_preprocessor_config(
             directory,
             {

@@ -19,7 +19,7 @@ from kbert.preprocessing.vocabulary import (
     save_vocabulary,
 )
 from kbert.sources import resolve_source
-from kbert.utils.output_paths import check_output_path
+from kbert.utils.artifact_kinds import check_target
 
 NORMALIZATIONS = ("exact", "tflite", "mediapipe")
 
@@ -356,9 +356,13 @@ class BertTokenizer(PreprocessingLayer):
         arguments.update(kwargs)
         return cls(**arguments)
 
-    def save_to_preset(self, directory):
-        """Write `vocab.txt` and an HF-style `tokenizer_config.json`."""
-        check_output_path(directory, "directory")
+    def save_to_preset(self, directory, overwrite=False):
+        """Write `vocab.txt` and an HF-style `tokenizer_config.json`.
+
+        Into a new directory or one of kbert's presets or HF directories; one
+        holding other files is refused unless `overwrite=True`.
+        """
+        check_target(directory, "tokenizer", overwrite)
         self._require_vocabulary()
         hf_tokenizer_files.write_tokenizer_files(
             directory, self._vocabulary, self.lowercase, self.strip_accents

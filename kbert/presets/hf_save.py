@@ -12,11 +12,11 @@ from kbert.presets.hf_weight_map import stored_name
 from kbert.presets.huggingface import bind_hf_weights
 from kbert.presets.sentence_transformers_files import write_sentence_transformers_files
 from kbert.presets.weight_map import export_weights
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
-from kbert.utils.output_paths import check_output_path
 
 
-def save_hf(model, directory):
+def save_hf(model, directory, overwrite=False):
     """Writes `model` as an HF directory that `transformers` loads unchanged.
 
     Writes `config.json` (architecture per task: `BertModel`,
@@ -25,7 +25,8 @@ def save_hf(model, directory):
     `BertForMultipleChoice`), `model.safetensors`, the tokenizer files when the
     model has a preprocessor, and for a `BertTextEmbedder` the
     sentence-transformers module files. The directory appears whole or not
-    at all.
+    at all. A directory holding files kbert did not write is refused
+    (`kbert.utils.artifact_kinds`) unless `overwrite=True`.
 
     Example:
     >>> kbert.save_hf(classifier, "out/hf")
@@ -33,7 +34,7 @@ def save_hf(model, directory):
     >>> transformers.BertForSequenceClassification.from_pretrained("out/hf").num_labels
     2
     """
-    check_output_path(directory, "directory")
+    check_target(directory, "hf", overwrite)
     tensors = export_weights(bind_hf_weights(model, model.hf_heads, model.hf_pooler))
     prefixed = model.hf_architecture != "BertModel"
     tensors = {stored_name(name, prefixed): value for name, value in tensors.items()}

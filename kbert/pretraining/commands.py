@@ -16,6 +16,7 @@ import json
 import sys
 
 from kbert.pretraining.config import DISTRIBUTIONS, PretrainingConfig
+from kbert.utils.artifact_kinds import add_overwrite_argument
 
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(PretrainingConfig)}
 
@@ -54,6 +55,7 @@ def add_pretrain_command(subparsers):
         help="documents held out for evaluation when no --eval-corpus",
     )
     data.add_argument("--output", required=True, help="run directory")
+    add_overwrite_argument(data)
     data.add_argument("--vocabulary", help="an existing vocab.txt (else one is trained)")
     data.add_argument("--vocabulary-size", type=int, default=DEFAULTS["vocabulary_size"])
     data.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")

@@ -30,6 +30,7 @@ class PretrainingConfig:
     # ("wikipedia",), or text files: a sentence a line, blank lines between documents
     corpus: tuple
     output: str  # the run directory
+    overwrite: bool = False  # write into an output holding files kbert did not write
     eval_corpus: tuple = None  # held-out text files
     eval_fraction: float = 0.1  # documents held out when there is no eval_corpus
     vocabulary: str = None  # an existing vocab.txt (else one is trained)

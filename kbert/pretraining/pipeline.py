@@ -37,22 +37,24 @@ from kbert.pretraining.evaluation import majority_baseline
 from kbert.pretraining.learning_curve import plot_learning_curve
 from kbert.pretraining.training import METRICS_FILE, pretrain
 from kbert.utils import cluster
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory, atomic_file
-from kbert.utils.output_paths import check_output_path
 
 
 def run_pretraining(config):
     """Runs (or resumes) the whole pipeline; returns the results it also writes
     to `OUTPUT/results.json`.
 
-    Raises `TrainingDivergedError` when the loss stops being finite.
+    Raises `TrainingDivergedError` when the loss stops being finite, and
+    `ForeignFilesError` before any work when the output holds files kbert did
+    not write (unless `config.overwrite`).
 
     Example:
     >>> # Minutes of training: tests/pretraining runs it at toy size.
     >>> results = run_pretraining(PretrainingConfig(  # doctest: +SKIP
     ...     corpus=["wikipedia"], output="out/wiki", steps=2000))
     """
-    check_output_path(config.output, "directory")
+    check_target(config.output, "pretraining_output", config.overwrite)
     cluster.join_cluster(
         config.coordinator, config.num_processes, config.process_id, config.multi_process
     )

@@ -1,9 +1,10 @@
 """Checking where a command will write before it does any work.
 
 Every writer (exporters, `convert`, `save_hf`, `save_to_preset`, `kbert
-finetune`, `kbert pretrain`, `kbert embed`) calls `check_output_path` first,
-so that a path it cannot write fails in a moment with the path named, not
-after minutes of loading and converting.
+finetune`, `kbert pretrain`, `kbert embed`, `kbert attention`) calls
+`kbert.utils.artifact_kinds.check_target` first, which calls
+`check_output_path`, so that a path it cannot write fails in a moment with
+the path named, not after minutes of loading and converting.
 """
 
 import contextlib

@@ -1,10 +1,12 @@
 import json
 
 import numpy as np
+import pytest
 
 import kbert
 from kbert.finetuning.commands import add_finetune_command
 from kbert.inference.embed_command import add_embed_command
+from kbert.utils.artifact_kinds import ForeignFilesError, foreign_files
 
 
 def run(add_command, argv):
@@ -181,3 +183,38 @@ def test_embed_command_writes_one_row_per_input_line(tmp_path, tiny_preset, caps
     except SystemExit:
         pass
     assert "one embedding per input line" in " ".join(capsys.readouterr().out.split())
+
+
+def test_embed_command_keeps_the_users_file(tmp_path, tiny_preset, capsys):
+
+    source = tmp_path / "texts.txt"
+    source.write_text("good movie\nawful plot\n")
+    output = tmp_path / "data.jsonl"
+    output.write_text('{"text": "the user\'s", "label": 1}\n')
+    argv = ["embed", str(source), str(output), "--preset", tiny_preset]
+    with pytest.raises(ForeignFilesError, match="data.jsonl"):
+        run(add_embed_command, argv)
+    assert "label" in output.read_text()
+    assert run(add_embed_command, [*argv, "--overwrite"]) == 0
+    assert "overwrite=True: replacing" in capsys.readouterr().err
+    assert run(add_embed_command, argv) == 0  # its own embeddings: replaced
+    assert [json.loads(line)["text"] for line in output.open()] == [
+        "good movie",
+        "awful plot",
+    ]
+
+
+def test_finetune_overwrite_writes_beside_the_users_files(tmp_path, tiny_preset):
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "good fun movie,pos\ndull awful plot,neg\n" * 4)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    argv = ["finetune", str(train), "--preset", tiny_preset, "--sequence-length", "8"]
+    argv += ["--batch-size", "8", "--epochs", "1", "--out", str(out)]
+    with pytest.raises(ValueError, match="notes.txt"):
+        run(add_finetune_command, argv)
+    assert run(add_finetune_command, [*argv, "--overwrite"]) == 0
+    # All it wrote is its own kind (a rerun needs no flag); the user's file stays.
+    assert foreign_files(out, "finetune_output") == ["notes.txt"]

@@ -75,3 +75,17 @@ def test_out_of_range_layer_and_head_are_named(tmp_path, tiny_preset):
     with pytest.raises(ValueError, match="head 2 is out of range: each layer has 2 heads"):
         run(["attention", tiny_preset, "a film", "-o", str(path), "--head", "2"])
     assert not path.exists()
+
+
+def test_attention_command_keeps_the_users_png(tmp_path, tiny_preset, capsys):
+    path = tmp_path / "photo.png"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n the user's photo")
+    argv = ["attention", tiny_preset, "A fine film.", "-o", str(path)]
+    with pytest.raises(ValueError, match="photo.png"):
+        run(argv)
+    assert path.read_bytes().endswith(b"the user's photo")
+    assert run([*argv, "--overwrite"]) == 0
+    assert "overwrite=True: replacing" in capsys.readouterr().err
+    first = path.stat().st_mtime_ns
+    assert run(argv) == 0  # the map it drew: drawn again, no flag needed
+    assert path.stat().st_mtime_ns >= first and path.stat().st_size > 1000

@@ -224,7 +224,7 @@ def test_save_hf_is_atomic(tmp_path, monkeypatch):
 
     directory = tmp_path / "out"
     directory.mkdir()
-    (directory / "keep.txt").write_text("previous")
+    (directory / "config.json").write_text("previous")  # an earlier save_hf's
 
     def fail(*args, **kwargs):
         raise OSError("disk full")
@@ -233,7 +233,8 @@ def test_save_hf_is_atomic(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         save_hf(build("backbone", "gelu"), str(directory))
     assert os.listdir(tmp_path) == ["out"]
-    assert os.listdir(directory) == ["keep.txt"]
+    assert os.listdir(directory) == ["config.json"]
+    assert (directory / "config.json").read_text() == "previous"
 
 
 def test_activation_transformers_lacks_is_refused(tmp_path):
