@@ -104,6 +104,7 @@ def onnx(
             f"quantization must be one of {QUANTIZATIONS} or a QuantizationRecipe; "
             f"got {quantization!r}."
         )
+    model = model.merge_lora()  # a LoRA model exports as the plain model it equals
     spec = export_spec(model)
     backend = keras.backend.backend()
     converters = {"tensorflow": _from_tensorflow, "torch": _from_torch, "jax": _from_jax}

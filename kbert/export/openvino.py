@@ -52,6 +52,7 @@ def openvino(
     check_target(path, "openvino", overwrite)
     import openvino as ov  # lazy: an optional runtime, only for this format
 
+    model = model.merge_lora()  # a LoRA model exports as the plain model it equals
     spec = export_spec(model)
     with work_directory("openvino") as work:
         onnx_path = os.path.join(work, "model.onnx")

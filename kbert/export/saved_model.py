@@ -90,6 +90,7 @@ def saved_model(model, path, text_pairs=None, source=None, overwrite=False):
     >>> #   {"instances": [{"text": "A fine film."}]}
     """
     check_target(path, "saved_model", overwrite)
+    model = model.merge_lora()  # a LoRA model exports as the plain model it equals
     spec = export_spec(model, text_pairs)
     if keras.backend.backend() != "tensorflow":
         return export_on_tensorflow(

@@ -141,6 +141,7 @@ def tflite(
         )
     if representative_texts is not None:
         representative_texts = string_list(representative_texts, "representative_texts")
+    model = model.merge_lora()  # a LoRA model exports as the plain model it equals
     spec = export_spec(model, text_pairs)
     options = _options(model, spec, flavour, quantization, sequence_length, batch_size)
     options["text_pairs"] = text_pairs

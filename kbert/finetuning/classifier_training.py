@@ -49,6 +49,8 @@ def build_classifier(recipe, num_classes, num_examples, id2label=None, pair=Fals
     )
     if model.preprocessor is None:
         raise ValueError(f"Preset {recipe.preset!r} has no vocabulary to tokenize texts.")
+    if recipe.lora_rank:
+        model.backbone.enable_lora(recipe.lora_rank)
     model.compile(optimizer=classifier_optimizer(recipe, num_examples))
     return model
 

@@ -26,6 +26,8 @@ RECIPE_FLAGS = {
     "normalization": "tokenizer normalization: exact (the checkpoint's), or the "
     "deployment runtime's to train as you serve: mediapipe (lowercase, accents "
     "kept), tflite (tf-text's)",
+    "lora_rank": "train LoRA factors of this rank on query and value (and the head) "
+    "instead of every weight; 0: full fine-tuning",
 }
 
 

@@ -17,6 +17,7 @@ from kbert.finetuning.metrics import classification_report, confusion_matrix, re
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
+from kbert.models.lora import trainable_summary
 from kbert.pretraining.distribution import job_data_parallel
 from kbert.utils import cluster as cluster_lib
 from kbert.utils.artifact_kinds import check_target
@@ -93,6 +94,9 @@ def finetune_on_files(
             num_examples=num_examples,
             id2label=dict(enumerate(names)),
         )
+    trainable, total, summary = trainable_summary(model)
+    if verbose:
+        print(f"Fine-tuning {summary}.")
     history, curve, seconds = train_classifier(
         model, recipe, splits["train"], splits.get("validation"), verbose=verbose
     )
@@ -127,6 +131,8 @@ def finetune_on_files(
         "labels": names,
         "recipe": dataclasses.asdict(recipe),
         "train_seconds": round(seconds, 1),
+        "trainable_weights": trainable,
+        "total_weights": total,
         "history": history,
         "evaluated_on": evaluated,
         f"{evaluated}_loss": round(metrics["loss"], 4),

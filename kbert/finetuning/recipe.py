@@ -33,6 +33,8 @@ class FinetuneRecipe:
     # The tokenizer's normalization: "exact" (the checkpoint's), or the one
     # of the runtime the model will be exported to ("mediapipe", "tflite").
     normalization: str = "exact"
+    # LoRA rank on query and value (`BertBackbone.enable_lora`); 0 trains every weight.
+    lora_rank: int = 0
 
     def steps_per_epoch(self, num_examples):
         return math.ceil(num_examples / self.batch_size)

@@ -10,6 +10,7 @@ from kbert.layers.transformer import BertTransformerLayer
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel, check_id_ranges
 from kbert.models.jax_state import JaxStateRestoringModel
+from kbert.models.lora import LoraBackbone, LoraModel
 from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import (
     QuantizableModel,
@@ -37,6 +38,8 @@ def attention_mask_from_padding(padding_mask):
 class BertBackbone(
     PresetMixin,
     QuantizableModel,
+    LoraBackbone,
+    LoraModel,
     IdRangeCheckedModel,
     JaxStateRestoringModel,
     FunctionalModel,

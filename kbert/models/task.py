@@ -11,6 +11,7 @@ from kbert.models.bucketed_batches import BucketedBatches
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel
 from kbert.models.jax_state import JaxStateRestoringModel
+from kbert.models.lora import LoraModel
 from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import QuantizableModel
 from kbert.optimization.optimizers import bert_optimizer
@@ -43,6 +44,7 @@ def _is_batched(x):
 class Task(
     PresetMixin,
     QuantizableModel,
+    LoraModel,
     IdRangeCheckedModel,
     JaxStateRestoringModel,
     FunctionalModel,
@@ -106,6 +108,24 @@ class Task(
             else jit_compile,
             **kwargs,
         )
+
+    def _follow_variable_changes(self):
+        """Drops compiled functions (and a built optimizer) made for other
+        variables: `quantize` and `enable_lora` replace or add variables
+        after `compile()`, which Keras' cached functions would not see."""
+        variables = (
+            tuple(id(v) for v in self.weights),
+            tuple(id(v) for v in self.trainable_weights),
+        )
+        known = self.__dict__.get("_kbert_variables")
+        self.__dict__["_kbert_variables"] = variables
+        if known is None or known == variables:
+            return
+        self.train_function = self.test_function = self.predict_function = None
+        self.__dict__.pop("_kbert_inference", None)
+        optimizer = getattr(self, "optimizer", None)
+        if optimizer is not None and optimizer.built:
+            self.optimizer = type(optimizer).from_config(optimizer.get_config())
 
     def compile_from_config(self, config):
         # Keras skips this for models that override `compile()`; ours accepts
@@ -251,6 +271,7 @@ class Task(
         epoch, `shuffle=False` keeps the given order within mega-batches of
         50 batches.
         """
+        self._follow_variable_changes()
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_raw(x):
             validation_split = kwargs.pop("validation_split", 0.0)
@@ -305,6 +326,7 @@ class Task(
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may hold raw samples
         (run in length-bucketed batches, longest first)."""
+        self._follow_variable_changes()
         # `fit` evaluates its (already bucketed) validation data this way.
         if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
             x = self._training_data(x, y, sample_weight, batch_size, shuffle=False)
@@ -317,6 +339,7 @@ class Task(
         """`keras.Model.predict`; with a preprocessor attached, `x` may hold raw
         samples, run in length buckets (see the class docstring) and returned
         in input order."""
+        self._follow_variable_changes()
         if not self._takes_raw(x):
             return super().predict(
                 x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
