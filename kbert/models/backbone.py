@@ -10,6 +10,7 @@ from kbert.layers.transformer import BertTransformerLayer
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel, check_id_ranges
 from kbert.models.jax_state import JaxStateRestoringModel
+from kbert.models.keras_export import KerasExportable
 from kbert.models.lora import LoraBackbone, LoraModel
 from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import (
@@ -40,6 +41,7 @@ class BertBackbone(
     QuantizableModel,
     LoraBackbone,
     LoraModel,
+    KerasExportable,
     IdRangeCheckedModel,
     JaxStateRestoringModel,
     FunctionalModel,

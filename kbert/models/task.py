@@ -11,6 +11,7 @@ from kbert.models.bucketed_batches import BucketedBatches
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel
 from kbert.models.jax_state import JaxStateRestoringModel
+from kbert.models.keras_export import KerasExportable
 from kbert.models.lora import LoraModel
 from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import QuantizableModel
@@ -45,6 +46,7 @@ class Task(
     PresetMixin,
     QuantizableModel,
     LoraModel,
+    KerasExportable,
     IdRangeCheckedModel,
     JaxStateRestoringModel,
     FunctionalModel,
