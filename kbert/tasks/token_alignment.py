@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 
+from kbert.tasks.long_texts import warn_truncated
+
 IGNORE_LABEL = -100
 NO_WORD = -1
 
@@ -32,7 +34,7 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
         tokenizer: a `BertTokenizer`.
         texts: 1-D `tf.string` tensor.
         sequence_length: packed length; pieces past `sequence_length - 2`
-            are cut.
+            are cut (counted by a `TruncationWarning` when run eagerly).
         word_labels: optional int `(batch, max_words)` tensor, one label per
             word, padded with -100.
 
@@ -70,6 +72,8 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
         return tf.RaggedTensor.from_row_lengths(flat_values, pieces_per_text)
 
     budget = sequence_length - 2
+    if tf.executing_eagerly():  # count what packing cuts (not inside tf.data)
+        warn_truncated(pieces_per_text.numpy() + 2, sequence_length)
 
     def pack(values, cls_value, sep_value, pad_value):
         values = per_text(values)[:, :budget]
