@@ -156,9 +156,15 @@ class Task(PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalM
         """`(features, y, sample_weight)` as NumPy arrays from in-memory raw
         samples; with a `stride`, one row per window (labels repeated)."""
         if stride is not None:
-            windows = self.window_samples(x, stride)
+            windows = self.window_samples(x, stride, y)
             index = windows["example_index"]
             features = {name: windows[name] for name in INPUT_NAMES}
+            if "labels" in windows:  # labels per window position
+                return (
+                    features,
+                    windows["labels"],
+                    length_batching.take_rows(sample_weight, index),
+                )
             y, sample_weight = (
                 None
                 if v is None
@@ -576,10 +582,11 @@ class Task(PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalM
             )
         return long_texts_lib.check_long_texts(long_texts, stride, self._sequence_length)
 
-    def window_samples(self, x, stride):
+    def window_samples(self, x, stride, y=None):
         """Windows of in-memory raw samples (one text, or text pairs whose
         second text is cut), as NumPy: the model inputs, `example_index`,
-        `window_start` and `count` (how many samples)."""
+        `window_start` and `count` (how many samples). Tasks whose labels
+        follow the tokens override this and add `labels` from `y`."""
         import tensorflow as tf  # lazy: TF only for raw text
 
         if type(self).preprocess_samples is not Task.preprocess_samples:
