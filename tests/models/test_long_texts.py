@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import kbert
+from kbert.inference.pipeline import TokenClassificationPipeline
 from kbert.models.backbone import INPUT_NAMES
 from tests.test_case import randomized, tiny_backbone
 
@@ -95,7 +96,9 @@ def test_every_raw_text_path_warns_once():
     assert len(caught(lambda: classifier.fit(TEXTS, y, epochs=1, verbose=0))) == 1
     embedder = kbert.BertTextEmbedder(backbone(), preprocessor=preprocessor())
     assert len(caught(lambda: embedder.predict(TEXTS, verbose=0))) == 1
-    extractor = kbert.BertFeatureExtractor(backbone(), preprocessor=preprocessor())
+    extractor = kbert.BertFeatureExtractor(
+        backbone(), layers=(-1,), preprocessor=preprocessor()
+    )
     assert len(caught(lambda: extractor.predict(TEXTS, verbose=0))) == 1
     tagger = kbert.BertTokenClassifier(backbone(), 3, preprocessor=preprocessor())
     assert len(caught(lambda: tagger.predict(TEXTS, verbose=0))) == 1
@@ -230,3 +233,44 @@ def test_windows_features_are_the_model_inputs():
     assert windows["count"] == len(TEXTS)
     assert set(INPUT_NAMES) <= set(windows)
     assert windows["token_ids"].shape[1] == LENGTH
+
+
+def test_pipelines_read_long_texts_in_windows():
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    classify = kbert.pipeline(
+        "text-classification", classifier, long_texts="windows", stride=3
+    )
+    logits = classifier.predict(TEXTS, long_texts="windows", stride=3, verbose=0)
+    assert not caught(lambda: classify(TEXTS))
+    scores = [row["score"] for row in classify(TEXTS)]
+    np.testing.assert_allclose(scores, classify.scores(logits).max(axis=-1), atol=1e-6)
+    embedder = kbert.BertTextEmbedder(backbone(), preprocessor=preprocessor())
+    embed = kbert.pipeline("sentence-embeddings", embedder, long_texts="windows", stride=3)
+    np.testing.assert_allclose(
+        embed(TEXTS),
+        embedder.predict(TEXTS, long_texts="windows", stride=3, verbose=0),
+        atol=1e-6,
+    )
+    extract = kbert.pipeline(
+        "feature-extraction",
+        kbert.BertFeatureExtractor(backbone(), layers=(-1,), preprocessor=preprocessor()),
+        long_texts="windows",
+        stride=3,
+    )
+    tokens = len(classifier.preprocessor.tokenizer.tokenize(LONG))
+    assert extract(LONG).shape == (tokens + 2, 16)
+    tagger = kbert.BertTokenClassifier(
+        backbone(),
+        3,
+        preprocessor=preprocessor(),
+        id2label={0: "O", 1: "B-X", 2: "I-X"},
+    )
+    tag = TokenClassificationPipeline(
+        tagger, ignore_labels=(), long_texts="windows", stride=3
+    )
+    entities = tag(LONG)
+    assert entities[-1]["end"] == len(LONG)  # the last piece is read
+    words = "".join(entity["word"] for entity in entities).replace(" ", "")
+    assert words == LONG.replace(" ", "")  # every piece, once
+    with pytest.raises(ValueError, match="fill-mask pipeline takes no"):
+        kbert.pipeline("fill-mask", kbert.BertMaskedLM(backbone()), long_texts="windows")
