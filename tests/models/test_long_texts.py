@@ -65,10 +65,10 @@ def run_window(model, ids):
     return keras.ops.convert_to_numpy(model(features, training=False))[0]
 
 
-def caught(function):
+def caught(function, *args):
     with warnings.catch_warnings(record=True) as found:
         warnings.simplefilter("always")
-        function()
+        function(*args)
     return [w for w in found if issubclass(w.category, kbert.TruncationWarning)]
 
 
@@ -109,8 +109,8 @@ def test_every_raw_text_path_warns_once():
         ("token-classification", tagger),
     ]:
         run = kbert.pipeline(task, model)
-        assert len(caught(lambda: run(TEXTS))) == 1, task
-        assert not caught(lambda: run(SHORT)), task
+        assert len(caught(run, TEXTS)) == 1, task
+        assert not caught(run, SHORT), task
 
 
 @pytest.mark.parametrize("stride", [0, 3])
