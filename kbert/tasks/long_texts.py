@@ -12,6 +12,7 @@ import os
 import sys
 import warnings
 
+import keras
 import numpy as np
 
 LONG_TEXTS = ("truncate", "windows")
@@ -112,9 +113,7 @@ def warn_truncated(lengths, sequence_length):
 def _user_stacklevel():
     """The `stacklevel` of the first caller outside kbert and the installed
     packages (Keras, TensorFlow), so that the warning names the user's line."""
-    import keras  # its directory is where the installed packages are
-
-    inside = tuple(
+    inside = tuple(  # kbert's directory, and the installed packages' (Keras')
         os.path.dirname(os.path.dirname(module.__file__)) + os.sep
         for module in (sys.modules["kbert.tasks"], keras)
     )
