@@ -152,28 +152,30 @@ class Task(PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalM
     def _sequence_length(self):
         return self.preprocessor.sequence_length
 
+    def _window_arrays(self, x, y, sample_weight, stride):
+        """`(features, y, sample_weight, example_index)`, one row per window:
+        each window gets its text's label and weight (or its own labels,
+        for tasks that label tokens)."""
+        windows = self.window_samples(x, stride, y)
+        index = windows["example_index"]
+        features = {name: windows[name] for name in INPUT_NAMES}
+        y, sample_weight = (
+            None
+            if v is None
+            else length_batching.take_rows(
+                np.asarray(v) if isinstance(v, list) else v, index
+            )
+            for v in (y, sample_weight)
+        )
+        if "labels" in windows:  # labels per window position
+            y = windows["labels"]
+        return features, y, sample_weight, index
+
     def _raw_arrays(self, x, y=None, sample_weight=None, stride=None):
         """`(features, y, sample_weight)` as NumPy arrays from in-memory raw
-        samples; with a `stride`, one row per window (labels repeated)."""
+        samples; with a `stride`, one row per window (`_window_arrays`)."""
         if stride is not None:
-            windows = self.window_samples(x, stride, y)
-            index = windows["example_index"]
-            features = {name: windows[name] for name in INPUT_NAMES}
-            if "labels" in windows:  # labels per window position
-                return (
-                    features,
-                    windows["labels"],
-                    length_batching.take_rows(sample_weight, index),
-                )
-            y, sample_weight = (
-                None
-                if v is None
-                else length_batching.take_rows(
-                    np.asarray(v) if isinstance(v, list) else v, index
-                )
-                for v in (y, sample_weight)
-            )
-            return features, y, sample_weight
+            return self._window_arrays(x, y, sample_weight, stride)[:3]
         data = self.preprocess_samples(x, y, sample_weight)
         data = keras.tree.map_structure(np.asarray, data)
         features, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
@@ -258,11 +260,13 @@ class Task(PresetMixin, IdRangeCheckedModel, JaxStateRestoringModel, FunctionalM
     def _split_validation(self, x, y, sample_weight, validation_split, stride=None):
         """Keras' `validation_split` on raw samples: the last fraction, unshuffled
         (with windows: the windows of the last fraction of the texts)."""
-        features, y, sample_weight = self._raw_arrays(x, y, sample_weight, stride)
-        count = len(length_batching.token_lengths(features))
-        text_of_row = np.arange(count)
-        if stride is not None:
-            text_of_row = self.window_samples(x, stride)["example_index"]
+        if stride is None:
+            features, y, sample_weight = self._raw_arrays(x, y, sample_weight)
+            text_of_row = np.arange(len(length_batching.token_lengths(features)))
+        else:
+            features, y, sample_weight, text_of_row = self._window_arrays(
+                x, y, sample_weight, stride
+            )
         texts = int(text_of_row.max(initial=-1)) + 1
         split = int(texts * (1.0 - validation_split))
         if not 0 < split < texts:

@@ -200,6 +200,10 @@ def test_fit_trains_on_windows_and_evaluate_scores_texts():
         TEXTS, y, long_texts="windows", stride=2, epochs=1, batch_size=4, verbose=0
     )
     assert np.isfinite(history.history["loss"]).all()
+    held_out = classifier.fit(
+        TEXTS, y, long_texts="windows", stride=2, validation_split=0.4, verbose=0
+    )
+    assert np.isfinite(held_out.history["val_loss"]).all()
     scores = classifier.evaluate(
         TEXTS, y, long_texts="windows", stride=2, return_dict=True, verbose=0
     )
