@@ -26,6 +26,7 @@ __all__ = [
     "BertTextEmbedder",
     "BertTokenClassifier",
     "BertTokenizer",
+    "TruncationWarning",
     "bio_to_spans",
     "gelu",
     "gelu_approximate",
@@ -57,6 +58,7 @@ lazy_package(
         "kbert.presets.hf_save": ["save_hf"],
         "kbert.sources": ["list_presets"],
         "kbert.tasks.bio": ["bio_to_spans"],
+        "kbert.tasks.long_texts": ["TruncationWarning"],
     },
     submodules=("data", "export"),
 )

@@ -35,6 +35,8 @@ ONCE_ON_TORCH = (
     "kbert.tasks.batching",
     "kbert.tasks.bio",
     "kbert.tasks.qa_",
+    "kbert.tasks.long_texts",
+    "kbert.tasks.windows",
     "kbert.tasks.token_alignment",
     "kbert.pretraining.checkpointing",
     "kbert.pretraining.commands",

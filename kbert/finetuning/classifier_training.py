@@ -61,10 +61,35 @@ def _take(x, index):
     return [x[i] for i in index]
 
 
-def evaluate_classifier(model, x, labels, batch_size=64):
+def long_text_counts(model, x):
+    """How many texts of `x` (texts, or a tuple of two lists) the model's
+    `sequence_length` cuts: `{"truncated", "total", "longest"}` (tokens,
+    special tokens included).
+
+    Example:
+    >>> long_text_counts(classifier, ["A fine film.", "fine " * 300])["truncated"]
+    1
+    """
+    preprocessor = model.preprocessor
+    segments, _ = preprocessor._segments(x)
+    lengths = len(segments) + 1
+    for segment in segments:
+        lengths += preprocessor.tokenizer.tokenize_tensor(segment).row_lengths().numpy()
+    lengths = np.asarray(lengths).reshape(-1)
+    return {
+        "truncated": int(np.sum(lengths > preprocessor.sequence_length)),
+        "total": len(lengths),
+        "longest": int(lengths.max(initial=0)),
+    }
+
+
+def evaluate_classifier(
+    model, x, labels, batch_size=64, long_texts="truncate", stride=None
+):
     """`(metrics, predictions)` of a single-label classifier on `(x, labels)`.
 
-    `metrics`: cross-entropy `loss`, `accuracy` and `macro_f1`.
+    `metrics`: cross-entropy `loss`, `accuracy` and `macro_f1`; with
+    `long_texts="windows"`, of each text's windows' mean logits.
 
     Example:
     >>> metrics, predictions = evaluate_classifier(classifier, ["A fine film."], [1])
@@ -72,7 +97,9 @@ def evaluate_classifier(model, x, labels, batch_size=64):
     (['accuracy', 'loss', 'macro_f1'], (1,))
     """
     labels = np.asarray(labels)
-    logits = model.predict(x, batch_size=batch_size, verbose=0)
+    logits = model.predict(
+        x, batch_size=batch_size, verbose=0, long_texts=long_texts, stride=stride
+    )
     predictions = np.argmax(logits, axis=-1)
     matrix = confusion_matrix(labels, predictions, logits.shape[-1])
     report = classification_report(matrix, range(logits.shape[-1]))
@@ -103,7 +130,16 @@ def _worker_batches(strategy, x, y, batch_size):
     return tf_multi_worker.per_worker_dataset(strategy, batches)
 
 
-def train_classifier(model, recipe, train, validation=None, verbose=1, shard=None):
+def train_classifier(
+    model,
+    recipe,
+    train,
+    validation=None,
+    verbose=1,
+    shard=None,
+    long_texts="truncate",
+    stride=None,
+):
     """Runs `recipe.epochs` epochs of `fit`, each in the recipe's data order.
 
     `train` and `validation` are `(x, labels)`; x is a list of texts or a
@@ -117,8 +153,16 @@ def train_classifier(model, recipe, train, validation=None, verbose=1, shard=Non
     overrides its `(num_shards, shard_index)`), each process preprocesses and feeds only
     its slice of every global batch of `recipe.batch_size`, so the job sees
     the one-process batches; a last partial batch is left out.
+
+    `long_texts="windows"` trains on every window of each text (one process
+    only) and validates on each text's mean logits.
     """
     num_shards, shard_index = shard or cluster.input_shard()
+    if long_texts != "truncate" and num_shards > 1:
+        raise ValueError(
+            f"long_texts={long_texts!r} trains in one process only; this job has "
+            f"{num_shards}."
+        )
     strategy = getattr(model, "distribute_strategy", None)
     x, y = train
     y = np.asarray(y)
@@ -134,6 +178,8 @@ def train_classifier(model, recipe, train, validation=None, verbose=1, shard=Non
         else:
             epoch_x, epoch_y = _take(x, order), y[order]
         fed = dict(x=epoch_x, y=epoch_y, batch_size=recipe.batch_size // num_shards)
+        if long_texts != "truncate":
+            fed.update(long_texts=long_texts, stride=stride)
         if tf_multi_worker.is_multi_worker(strategy):
             fed = dict(x=_worker_batches(strategy, epoch_x, epoch_y, fed["batch_size"]))
         result = model.fit(
@@ -149,7 +195,9 @@ def train_classifier(model, recipe, train, validation=None, verbose=1, shard=Non
         loss = history["loss"][-1]
         line = f"Epoch {epoch + 1}/{recipe.epochs} done: training loss {loss:.4f}"
         if validation is not None:
-            metrics, _ = evaluate_classifier(model, validation[0], validation[1])
+            metrics, _ = evaluate_classifier(
+                model, *validation, long_texts=long_texts, stride=stride
+            )
             for key, value in metrics.items():
                 history.setdefault(f"val_{key}", []).append(value)
             curve.validation_steps.append(len(curve.steps))
@@ -168,5 +216,6 @@ __all__ = [
     "build_classifier",
     "train_classifier",
     "evaluate_classifier",
+    "long_text_counts",
     "LossHistory",
 ]

@@ -9,6 +9,7 @@ import dataclasses
 import os
 
 from kbert.finetuning.recipe import FinetuneRecipe
+from kbert.inference.embed_command import add_long_text_arguments
 from kbert.pretraining.commands import add_cluster_arguments
 from kbert.utils.artifact_kinds import add_overwrite_argument
 
@@ -66,6 +67,7 @@ def add_finetune_command(subparsers):
             default=getattr(RECIPE, field.name),
             help=RECIPE_FLAGS[field.name],
         )
+    add_long_text_arguments(parser)
     parser.add_argument("--out", default="out/finetune", help="output directory")
     add_overwrite_argument(parser)
     add_cluster_arguments(parser)
@@ -95,6 +97,8 @@ def finetune_command(args):
         pair_column=args.pair_column,
         labels=args.labels.split(",") if args.labels else None,
         recipe=recipe,
+        long_texts=args.long_texts,
+        stride=args.stride,
         cluster={
             name: getattr(args, name)
             for name in ("coordinator", "num_processes", "process_id", "multi_process")

@@ -5,12 +5,14 @@ import dataclasses
 import json
 import os
 import tempfile
+import warnings
 
 import keras
 
 from kbert.finetuning.classifier_training import (
     build_classifier,
     evaluate_classifier,
+    long_text_counts,
     train_classifier,
 )
 from kbert.finetuning.metrics import classification_report, confusion_matrix, report_table
@@ -19,6 +21,7 @@ from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
 from kbert.models.lora import trainable_summary
 from kbert.pretraining.distribution import job_data_parallel
+from kbert.tasks.long_texts import TruncationWarning
 from kbert.utils import cluster as cluster_lib
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.labelled_files import encode_labels, read_examples
@@ -37,6 +40,8 @@ def finetune_on_files(
     verbose=1,
     cluster=None,
     overwrite=False,
+    long_texts="truncate",
+    stride=None,
 ):
     """Fine-tunes `BertClassifier.from_preset(recipe.preset)` on labelled files.
 
@@ -61,6 +66,11 @@ def finetune_on_files(
     (`train_classifier`); whole global batches only, so the schedule counts
     those. Process 0 writes the outputs, scores the test file with the
     saved preset and returns the results; the others return None.
+
+    Texts longer than `recipe.sequence_length` are cut (`long_texts=
+    "truncate"`) or read in windows sharing `stride` pieces (`"windows"`:
+    trained on every window, scored on each text's mean logits); how many
+    each file holds is printed and kept in `results["long_texts"]`.
 
     Example:
     >>> # Minutes of training: tests/finetuning runs it at toy size.
@@ -97,9 +107,24 @@ def finetune_on_files(
     trainable, total, summary = trainable_summary(model)
     if verbose:
         print(f"Fine-tuning {summary}.")
-    history, curve, seconds = train_classifier(
-        model, recipe, splits["train"], splits.get("validation"), verbose=verbose
-    )
+    stride = model._window_stride(long_texts, stride)
+    long_report = {"mode": long_texts, "stride": stride}
+    paths_of = {"train": train, "validation": validation, "test": test}
+    for split, (x, _) in splits.items():
+        long_report[split] = counts = long_text_counts(model, x)
+        if verbose and counts["truncated"] and cluster_lib.is_chief():
+            print(_long_text_line(paths_of[split], counts, recipe, long_texts))
+    with warnings.catch_warnings():  # counted above, per file
+        warnings.simplefilter("ignore", TruncationWarning)
+        history, curve, seconds = train_classifier(
+            model,
+            recipe,
+            splits["train"],
+            splits.get("validation"),
+            verbose=verbose,
+            long_texts=long_texts,
+            stride=stride,
+        )
     paths = {
         "preset": os.path.join(out, "preset"),
         "results": os.path.join(out, "results.json"),
@@ -124,7 +149,11 @@ def finetune_on_files(
         keras.distribution.set_distribution(None)
         model = BertClassifier.from_preset(paths["preset"])
     evaluated = next(split for split in ("test", "validation", "train") if split in splits)
-    metrics, predictions = evaluate_classifier(model, *splits[evaluated])
+    with warnings.catch_warnings():  # counted above, per file
+        warnings.simplefilter("ignore", TruncationWarning)
+        metrics, predictions = evaluate_classifier(
+            model, *splits[evaluated], long_texts=long_texts, stride=stride
+        )
     matrix = confusion_matrix(splits[evaluated][1], predictions, len(names))
     report = classification_report(matrix, names)
     results = {
@@ -137,6 +166,7 @@ def finetune_on_files(
         "evaluated_on": evaluated,
         f"{evaluated}_loss": round(metrics["loss"], 4),
         f"{evaluated}_accuracy": metrics["accuracy"],
+        "long_texts": long_report,
         "classification_report": report,
         "confusion_matrix": matrix.tolist(),
         "paths": paths,
@@ -154,3 +184,18 @@ def finetune_on_files(
         )
         print(report_table(report))
     return results
+
+
+def _long_text_line(path, counts, recipe, long_texts):
+    """What `kbert finetune` prints about a file's texts over the sequence length."""
+    line = (
+        f"{path}: {counts['truncated']} of {counts['total']} texts are longer than "
+        f"sequence_length={recipe.sequence_length} (the longest has "
+        f"{counts['longest']} tokens): "
+    )
+    if long_texts == "windows":
+        return line + "read in overlapping windows."
+    return line + (
+        "truncated. Read them whole with a longer --sequence-length or with "
+        "--long-texts windows."
+    )

@@ -7,6 +7,23 @@ from kbert.utils.atomic import atomic_file
 from kbert.utils.text_files import read_rows, read_text
 
 
+def add_long_text_arguments(parser):
+    """`--long-texts truncate|windows` and `--stride S`."""
+    parser.add_argument(
+        "--long-texts",
+        choices=("truncate", "windows"),
+        default="truncate",
+        help="texts over the sequence length: cut them (a warning counts them), or "
+        "read them in overlapping windows whose outputs are averaged per text",
+    )
+    parser.add_argument(
+        "--stride",
+        type=int,
+        help="word pieces shared by consecutive windows (with --long-texts windows; "
+        "default min(pieces per window // 2, 128))",
+    )
+
+
 def add_embed_command(subparsers):
     parser = subparsers.add_parser(
         "embed",
@@ -31,6 +48,7 @@ def add_embed_command(subparsers):
     )
     parser.add_argument("--batch-size", type=int, default=64)
     add_overwrite_argument(parser)
+    add_long_text_arguments(parser)
     parser.set_defaults(handler=embed_command)
 
 
@@ -71,7 +89,14 @@ def embed_command(args):
     texts = read_texts(args.input, args.text_column)
     overrides = {"sequence_length": args.sequence_length} if args.sequence_length else {}
     embedder = BertTextEmbedder.from_preset(args.preset, **overrides)
-    embeddings = np.asarray(embedder.predict(texts, batch_size=args.batch_size, verbose=1))
+    embeddings = embedder.predict(
+        texts,
+        batch_size=args.batch_size,
+        verbose=1,
+        long_texts=args.long_texts,
+        stride=args.stride,
+    )
+    embeddings = np.asarray(embeddings)
     with atomic_file(args.output) as tmp:
         if args.output.endswith(".npy"):
             with open(tmp, "wb") as file:

@@ -23,6 +23,7 @@ from kbert.models.token_classifier import BertTokenClassifier
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.presets.formats import load_preprocessor
 from kbert.sources import resolve_source
+from kbert.tasks import windows as windows_lib
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 
@@ -58,7 +59,26 @@ def _features(preprocessor, texts):
     return _numpy(preprocessor(texts))
 
 
-class TextClassificationPipeline:
+class _LongTexts:
+    """What the text pipelines share: how they read texts over the sequence
+    length (`long_texts`, `stride`: see `kbert.models.task.Task`)."""
+
+    def __init__(self, model, long_texts="truncate", stride=None):
+        self.model = model
+        self.long_texts = long_texts
+        self.stride = model._window_stride(long_texts, stride)
+
+    def _predict(self, texts, batch_size):
+        return self.model.predict(
+            texts,
+            batch_size=batch_size,
+            verbose=0,
+            long_texts=self.long_texts,
+            stride=self.stride,
+        )
+
+
+class TextClassificationPipeline(_LongTexts):
     """Labels and scores of a `BertClassifier`, as HF's text-classification.
 
     Scores are softmax probabilities (single-label), sigmoids (multi-label
@@ -73,9 +93,9 @@ class TextClassificationPipeline:
     [2, 2]
     """
 
-    def __init__(self, model):
+    def __init__(self, model, **long_texts):
         _require_preprocessor(model, "text-classification")
-        self.model = model
+        super().__init__(model, **long_texts)
 
     def scores(self, logits):
         model = self.model
@@ -90,7 +110,7 @@ class TextClassificationPipeline:
         """One `{label, score}` per text (`top_k=1`), else its `top_k` best
         (`None`: all labels), best first."""
         texts, single = _texts(inputs, "text-classification")
-        scores = self.scores(self.model.predict(texts, batch_size=batch_size, verbose=0))
+        scores = self.scores(self._predict(texts, batch_size))
         id2label = self.model.id2label or {}
         results = []
         for row in scores:
@@ -110,7 +130,7 @@ def _bio_tag(label):
     return "I", label
 
 
-class TokenClassificationPipeline:
+class TokenClassificationPipeline(_LongTexts):
     """Entity spans of a `BertTokenClassifier`, as HF's token-classification
     with `aggregation_strategy="simple"`: each piece takes its most likely
     label; consecutive pieces of one tag (a `B-` starts a new one) form an
@@ -127,9 +147,9 @@ class TokenClassificationPipeline:
     True
     """
 
-    def __init__(self, model, ignore_labels=("O",)):
+    def __init__(self, model, ignore_labels=("O",), **long_texts):
         preprocessor = _require_preprocessor(model, "token-classification")
-        self.model = model
+        super().__init__(model, **long_texts)
         self.ignore_labels = tuple(ignore_labels)
         self.preprocessor = BertPreprocessor(
             preprocessor.tokenizer,
@@ -140,10 +160,13 @@ class TokenClassificationPipeline:
     def __call__(self, inputs, batch_size=None):
         """A list of entity dicts per text."""
         texts, single = _texts(inputs, "token-classification")
-        data = _features(self.preprocessor, texts)
-        logits = self.model.predict_features(
-            {name: data[name] for name in INPUT_NAMES}, batch_size
-        )
+        if self.stride is None:
+            data = _features(self.preprocessor, texts)
+            logits = self.model.predict_features(
+                {name: data[name] for name in INPUT_NAMES}, batch_size
+            )
+        else:
+            data, logits = self._windows(texts, batch_size)
         shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probabilities = shifted / shifted.sum(axis=-1, keepdims=True)
         vocabulary = self.preprocessor.tokenizer.get_vocabulary()
@@ -172,6 +195,33 @@ class TokenClassificationPipeline:
                 )
             results.append(self._group(pieces))
         return results[0] if single else results
+
+    def _windows(self, texts, batch_size):
+        """Pieces with offsets and their logits, each from its best window."""
+        import tensorflow as tf  # lazy: TF only for raw text
+
+        tokenizer = self.preprocessor.tokenizer
+        ids, starts, ends = tokenizer.tokenize_tensor(
+            tf.constant(texts, tf.string), with_offsets=True
+        )
+        windows = windows_lib.piece_windows(
+            ids,
+            self.preprocessor.sequence_length,
+            self.stride,
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            tokenizer.pad_token_id,
+            values={"offsets_start": (starts, 0), "offsets_end": (ends, 0)},
+        )
+        windows = {name: value.numpy() for name, value in windows.items()}
+        logits = self.model.predict_features(
+            {name: windows[name] for name in INPUT_NAMES}, batch_size
+        )
+        data = {
+            name: windows_lib.stitch(windows[name], windows, len(texts))
+            for name in ("token_ids", "padding_mask", "offsets_start", "offsets_end")
+        }
+        return data, windows_lib.stitch(logits, windows, len(texts))
 
     def _group(self, pieces):
         groups = []
@@ -295,7 +345,7 @@ class FillMaskPipeline:
         return results[0] if single else results
 
 
-class EmbeddingPipeline:
+class EmbeddingPipeline(_LongTexts):
     """Vectors: a `(hidden,)` array per text from a `BertTextEmbedder`
     ("sentence-embeddings"), or a `(tokens, hidden)` array of last-layer
     token vectors, `[CLS]` and `[SEP]` included ("feature-extraction", as
@@ -308,18 +358,21 @@ class EmbeddingPipeline:
     (2, 8)
     """
 
-    def __init__(self, model):
+    def __init__(self, model, **long_texts):
         _require_preprocessor(model, "embedding")
-        self.model = model
+        super().__init__(model, **long_texts)
 
     def __call__(self, inputs, batch_size=None):
+        import tensorflow as tf  # lazy: TF only for raw text
+
         texts, single = _texts(inputs, "embedding")
-        features = _features(self.model.preprocessor, texts)
-        outputs = self.model.predict_features(
-            {name: features[name] for name in INPUT_NAMES}, batch_size
-        )
+        outputs = self._predict(texts, batch_size)
         if isinstance(self.model, BertFeatureExtractor):
-            lengths = features["padding_mask"].sum(axis=-1)
+            preprocessor = self.model.preprocessor
+            ids = preprocessor.tokenizer.tokenize_tensor(tf.constant(texts, tf.string))
+            lengths = ids.row_lengths().numpy() + 2
+            if self.stride is None:
+                lengths = np.minimum(lengths, preprocessor.sequence_length)
             outputs = [row[:length] for row, length in zip(outputs, lengths)]
         return outputs[0] if single else outputs
 
@@ -367,7 +420,7 @@ def _feature_extractor(model, source_overrides):
     )
 
 
-def pipeline(task, model, **overrides):
+def pipeline(task, model, long_texts="truncate", stride=None, **overrides):
     """A callable that turns raw text into readable predictions.
 
     Args:
@@ -377,6 +430,10 @@ def pipeline(task, model, **overrides):
         model: a task model with a preprocessor, or a preset source (a
             directory, a registered name or an `hf://` handle) to load the
             task's model class from.
+        long_texts, stride: texts over the sequence length are cut
+            (`"truncate"`, with a `kbert.TruncationWarning`) or read in
+            windows sharing `stride` pieces (`"windows"`; not for
+            fill-mask, and question answering has its own `doc_stride`).
         overrides: `from_preset` arguments when `model` is a source (e.g.
             `sequence_length=256`).
 
@@ -392,8 +449,16 @@ def pipeline(task, model, **overrides):
             f"{sorted(TASKS) + sorted(ALIASES)}."
         )
     spec = TASKS[name]
+    options = {}
+    if long_texts != "truncate" or stride is not None:
+        if not issubclass(spec.pipeline_cls, _LongTexts):
+            raise ValueError(
+                f"The {name} pipeline takes no long_texts={long_texts!r} / "
+                f"stride={stride!r}."
+            )
+        options = {"long_texts": long_texts, "stride": stride}
     if spec.pipeline_cls is EmbeddingPipeline and name == "feature-extraction":
-        return EmbeddingPipeline(_feature_extractor(model, dict(overrides)))
+        return EmbeddingPipeline(_feature_extractor(model, dict(overrides)), **options)
     if not isinstance(model, keras.Model):
         model = spec.model_classes[0].from_preset(model, **overrides)
     elif overrides:
@@ -406,4 +471,4 @@ def pipeline(task, model, **overrides):
         raise ValueError(
             f"The {name} pipeline runs a {expected}; got a {type(model).__name__}."
         )
-    return spec.pipeline_cls(model)
+    return spec.pipeline_cls(model, **options)

@@ -16,6 +16,8 @@ from kbert.models.lora import LoraModel
 from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import QuantizableModel
 from kbert.optimization.optimizers import bert_optimizer
+from kbert.tasks import long_texts as long_texts_lib
+from kbert.tasks import windows as windows_lib
 
 DEFAULT_LEARNING_RATE = 5e-5
 
@@ -66,6 +68,17 @@ class Task(
     and returns outputs in input order; outputs with a sequence axis come
     back padded to `sequence_length`, zero at every padding position. `fit`
     groups batches by length and shuffles within and across length groups.
+
+    Texts longer than `sequence_length`: `long_texts="truncate"` (the
+    default) cuts them and warns (`kbert.TruncationWarning`);
+    `long_texts="windows", stride=S` reads them in windows of
+    `sequence_length` that share `S` word pieces, run length-bucketed with
+    the other texts, and puts the outputs back per text, in input order:
+    one-row outputs are the mean of the text's windows (`join_windows`),
+    per-token outputs take each token from the window where it has the most
+    context (their sequence axis then as long as the longest text). `fit`
+    trains on every window with its text's label; `evaluate` scores the
+    per-text outputs.
 
     `dtype` (e.g. `"bfloat16"`, `"mixed_bfloat16"`) is the backbone's: build
     the backbone with it, or pass it to `from_preset`.
@@ -168,8 +181,30 @@ class Task(
     def _sequence_length(self):
         return self.preprocessor.sequence_length
 
-    def _raw_arrays(self, x, y=None, sample_weight=None):
-        """`(features, y, sample_weight)` as NumPy arrays from in-memory raw samples."""
+    def _window_arrays(self, x, y, sample_weight, stride):
+        """`(features, y, sample_weight, example_index)`, one row per window:
+        each window gets its text's label and weight (or its own labels,
+        for tasks that label tokens)."""
+        windows = self.window_samples(x, stride, y)
+        index = windows["example_index"]
+        features = {name: windows[name] for name in INPUT_NAMES}
+        y, sample_weight = (
+            None
+            if v is None
+            else length_batching.take_rows(
+                np.asarray(v) if isinstance(v, list) else v, index
+            )
+            for v in (y, sample_weight)
+        )
+        if "labels" in windows:  # labels per window position
+            y = windows["labels"]
+        return features, y, sample_weight, index
+
+    def _raw_arrays(self, x, y=None, sample_weight=None, stride=None):
+        """`(features, y, sample_weight)` as NumPy arrays from in-memory raw
+        samples; with a `stride`, one row per window (`_window_arrays`)."""
+        if stride is not None:
+            return self._window_arrays(x, y, sample_weight, stride)[:3]
         data = self.preprocess_samples(x, y, sample_weight)
         data = keras.tree.map_structure(np.asarray, data)
         features, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
@@ -239,48 +274,73 @@ class Task(
         # Under XLA each new shape compiles a training step: fewer, coarser buckets.
         return bool(getattr(self, "jit_compile", False))
 
-    def _training_data(self, x, y, sample_weight, batch_size, shuffle):
+    def _training_data(self, x, y, sample_weight, batch_size, shuffle, stride=None):
         """Raw samples -> a length-bucketed dataset for `fit` / `evaluate`."""
         if _is_dataset(x):
+            if stride is not None:
+                raise ValueError(
+                    'long_texts="windows" takes in-memory samples, not a tf.data.Dataset.'
+                )
             return self._bucketed_raw_dataset(x, self._coarse_training_buckets)
-        features, y, sample_weight = self._raw_arrays(x, y, sample_weight)
+        features, y, sample_weight = self._raw_arrays(x, y, sample_weight, stride)
         batch_size = batch_size or length_batching.DEFAULT_BATCH_SIZE
         return self._bucketed_dataset(features, y, sample_weight, batch_size, shuffle)
 
-    def _split_validation(self, x, y, sample_weight, validation_split):
-        """Keras' `validation_split` on raw samples: the last fraction, unshuffled."""
-        features, y, sample_weight = self._raw_arrays(x, y, sample_weight)
-        count = len(length_batching.token_lengths(features))
-        split = int(count * (1.0 - validation_split))
-        if not 0 < split < count:
+    def _split_validation(self, x, y, sample_weight, validation_split, stride=None):
+        """Keras' `validation_split` on raw samples: the last fraction, unshuffled
+        (with windows: the windows of the last fraction of the texts)."""
+        if stride is None:
+            features, y, sample_weight = self._raw_arrays(x, y, sample_weight)
+            text_of_row = np.arange(len(length_batching.token_lengths(features)))
+        else:
+            features, y, sample_weight, text_of_row = self._window_arrays(
+                x, y, sample_weight, stride
+            )
+        texts = int(text_of_row.max(initial=-1)) + 1
+        split = int(texts * (1.0 - validation_split))
+        if not 0 < split < texts:
             raise ValueError(
                 f"validation_split={validation_split} leaves no training or no "
-                f"validation samples out of {count}."
+                f"validation samples out of {texts}."
             )
-        first, last = np.arange(split), np.arange(split, count)
+        first, last = (
+            np.flatnonzero(text_of_row < split),
+            np.flatnonzero(text_of_row >= split),
+        )
         return [
             tuple(length_batching.take_rows(v, index) for v in (features, y, sample_weight))
             for index in (first, last)
         ]
 
     def fit(
-        self, x=None, y=None, batch_size=None, sample_weight=None, shuffle=True, **kwargs
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        sample_weight=None,
+        shuffle=True,
+        long_texts="truncate",
+        stride=None,
+        **kwargs,
     ):
         """`keras.Model.fit`; with a preprocessor attached, `x` may hold raw samples.
 
         Raw samples train in length-bucketed batches of `batch_size` (default
         32); `shuffle=True` shuffles within and across length groups each
         epoch, `shuffle=False` keeps the given order within mega-batches of
-        50 batches.
+        50 batches. `long_texts="windows"` trains on every window of each
+        text (and validates on the validation texts' windows), each with
+        its text's label and sample weight; `batch_size` then counts windows.
         """
         self._follow_variable_changes()
+        stride = self._window_stride(long_texts, stride)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_raw(x):
             validation_split = kwargs.pop("validation_split", 0.0)
             default = batch_size or length_batching.DEFAULT_BATCH_SIZE
             if validation_split and not _is_dataset(x):
                 train, held_out = self._split_validation(
-                    x, y, sample_weight, validation_split
+                    x, y, sample_weight, validation_split, stride
                 )
                 x = self._bucketed_dataset(*train, default, shuffle)
                 if kwargs.get("validation_data") is None:  # Keras: validation_data wins
@@ -290,11 +350,11 @@ class Task(
             else:
                 if validation_split:
                     kwargs["validation_split"] = validation_split  # Keras explains
-                x = self._training_data(x, y, sample_weight, batch_size, shuffle)
+                x = self._training_data(x, y, sample_weight, batch_size, shuffle, stride)
             y = sample_weight = batch_size = None
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._validation_data(
-                kwargs["validation_data"], validation_batch_size
+                kwargs["validation_data"], validation_batch_size, stride
             )
         if validation_batch_size is not None and not _is_batched(
             kwargs.get("validation_data")
@@ -311,7 +371,7 @@ class Task(
             **kwargs,
         )
 
-    def _validation_data(self, validation_data, batch_size):
+    def _validation_data(self, validation_data, batch_size, stride=None):
         if isinstance(validation_data, keras.utils.PyDataset):
             return validation_data
         if _is_dataset(validation_data):
@@ -323,12 +383,29 @@ class Task(
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
         if not self._takes_raw(x):
             return validation_data
-        return self._training_data(x, y, sample_weight, batch_size, shuffle=False)
+        return self._training_data(x, y, sample_weight, batch_size, False, stride)
 
-    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+    def evaluate(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        sample_weight=None,
+        long_texts="truncate",
+        stride=None,
+        **kwargs,
+    ):
         """`keras.Model.evaluate`; with a preprocessor, `x` may hold raw samples
-        (run in length-bucketed batches, longest first)."""
+        (run in length-bucketed batches, longest first). With
+        `long_texts="windows"`, the loss and metrics score each text's
+        outputs put back together from its windows (see `predict`)."""
         self._follow_variable_changes()
+        stride = self._window_stride(long_texts, stride)
+        if stride is not None and self._takes_raw(x):
+            outputs = self.predict(
+                x, batch_size, verbose=0, long_texts=long_texts, stride=stride
+            )
+            return self._score(outputs, y, sample_weight, kwargs.get("return_dict"))
         # `fit` evaluates its (already bucketed) validation data this way.
         if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
             x = self._training_data(x, y, sample_weight, batch_size, shuffle=False)
@@ -337,11 +414,60 @@ class Task(
             x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
         )
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+    def _score(self, outputs, y, sample_weight, return_dict):
+        """`evaluate`'s result for outputs already computed."""
+        if y is None:
+            raise ValueError('evaluate(long_texts="windows") needs labels `y`.')
+        self.reset_metrics()
+        y, sample_weight = (
+            None if v is None else keras.tree.map_structure(keras.ops.convert_to_tensor, v)
+            for v in (np.asarray(y) if isinstance(y, list) else y, sample_weight)
+        )
+        outputs = keras.tree.map_structure(keras.ops.convert_to_tensor, outputs)
+        loss = self.compute_loss(
+            y=y, y_pred=outputs, sample_weight=sample_weight, training=False
+        )
+        self._loss_tracker.update_state(loss)
+        logs = self.compute_metrics(None, y, outputs, sample_weight)
+        logs = {name: float(keras.ops.convert_to_numpy(v)) for name, v in logs.items()}
+        return logs if return_dict else self._flatten_metrics_in_order(logs)
+
+    def predict(
+        self,
+        x,
+        batch_size=None,
+        verbose="auto",
+        steps=None,
+        callbacks=None,
+        long_texts="truncate",
+        stride=None,
+    ):
         """`keras.Model.predict`; with a preprocessor attached, `x` may hold raw
         samples, run in length buckets (see the class docstring) and returned
-        in input order."""
+        in input order. `long_texts="windows", stride=S` reads long texts in
+        windows and joins their outputs per text.
+
+        Example:
+        >>> classifier = kbert.BertClassifier(backbone, 2, preprocessor=preprocessor)
+        >>> long = " ".join(["the fox jumps"] * 20)
+        >>> classifier.predict([long, "a fox"], long_texts="windows", stride=4,
+        ...                    verbose=0).shape
+        (2, 2)
+        """
         self._follow_variable_changes()
+        stride = self._window_stride(long_texts, stride)
+        if stride is not None and self._takes_raw(x):
+            if _is_dataset(x):
+                raise ValueError(
+                    'long_texts="windows" takes in-memory samples, not a tf.data.Dataset.'
+                )
+            windows = self.window_samples(x, stride)
+            features = {name: windows[name] for name in INPUT_NAMES}
+            outputs = self.predict_features(
+                features, batch_size, verbose, callbacks, model=self._window_model()
+            )
+            count = int(windows["count"])
+            return self.join_windows(outputs, windows, count)
         if not self._takes_raw(x):
             return super().predict(
                 x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
@@ -355,9 +481,12 @@ class Task(
         features = self._raw_arrays(x)[0]
         return self.predict_features(features, batch_size, verbose, callbacks)
 
-    def predict_features(self, features, batch_size=None, verbose=0, callbacks=None):
+    def predict_features(
+        self, features, batch_size=None, verbose=0, callbacks=None, model=None
+    ):
         """Outputs for preprocessed `features` (NumPy, padded to the
-        preprocessor's `sequence_length`), run in length buckets, in input order."""
+        preprocessor's `sequence_length`), run in length buckets, in input order
+        (by `model`, a model over this one's layers, when given)."""
         self.check_id_ranges(features)
         batch_size = batch_size or length_batching.DEFAULT_BATCH_SIZE
         count = len(length_batching.token_lengths(features))
@@ -365,9 +494,9 @@ class Task(
             features, batch_size, self._sequence_length
         )
         steps = -(-count // batch_size)
-        return self._predict_batches(batches, count, steps, verbose, callbacks)
+        return self._predict_batches(batches, count, steps, verbose, callbacks, model)
 
-    def _predict_batches(self, batches, count, steps, verbose, callbacks):
+    def _predict_batches(self, batches, count, steps, verbose, callbacks, model=None):
         """Runs `(row_index, features)` batches; outputs in input order.
 
         `row_index` None means the batches are already in order (a dataset).
@@ -381,7 +510,7 @@ class Task(
             steps=steps,
             model=self,
         )
-        forward = self._inference_function()
+        forward = self._inference_function(model or self)
         axis = self.output_sequence_axis
         full = self._sequence_length
 
@@ -431,9 +560,10 @@ class Task(
 
         return keras.tree.map_structure(empty, self.output)
 
-    def _inference_function(self):
-        """`features -> NumPy outputs`, compiled as `compile()` chose (XLA on
-        TensorFlow and JAX for float32, eager on torch), one program per shape."""
+    def _inference_function(self, model):
+        """`features -> NumPy outputs` of `model` (this task, or a model over
+        its layers), compiled as `compile()` chose (XLA on TensorFlow and JAX
+        for float32, eager on torch), one program per shape."""
         jit_compile = getattr(self, "_inference_jit_compile", None)
         if jit_compile in (None, "auto"):
             jit_compile = fastest_jit_compile(self.backbone.dtype_policy, training=False)
@@ -441,10 +571,10 @@ class Task(
         if backend == "tensorflow":
             import tensorflow as tf  # lazy: only on the TensorFlow backend
 
-            cache = self.__dict__.setdefault("_kbert_inference", {})
+            cache = model.__dict__.setdefault("_kbert_inference", {})
             if jit_compile not in cache:
                 cache[jit_compile] = tf.function(
-                    lambda x: self(x, training=False),
+                    lambda x: model(x, training=False),
                     jit_compile=jit_compile,
                     reduce_retracing=True,
                 )
@@ -454,14 +584,14 @@ class Task(
             import jax  # lazy: the JAX backend only
 
             def call(trainable, non_trainable, x):
-                return self.stateless_call(trainable, non_trainable, x, training=False)[0]
+                return model.stateless_call(trainable, non_trainable, x, training=False)[0]
 
-            cache = self.__dict__.setdefault("_kbert_inference", {})
+            cache = model.__dict__.setdefault("_kbert_inference", {})
             if jit_compile not in cache:
                 cache[jit_compile] = jax.jit(call) if jit_compile else call
             function = cache[jit_compile]
-            trainable = [v.value for v in self.trainable_variables]
-            non_trainable = [v.value for v in self.non_trainable_variables]
+            trainable = [v.value for v in model.trainable_variables]
+            non_trainable = [v.value for v in model.non_trainable_variables]
             return lambda x: keras.tree.map_structure(
                 np.asarray, function(trainable, non_trainable, x)
             )
@@ -470,10 +600,73 @@ class Task(
         def run(x):
             x = {name: torch.from_numpy(np.asarray(value)) for name, value in x.items()}
             with torch.no_grad():
-                outputs = self(x, training=False)
+                outputs = model(x, training=False)
             return keras.tree.map_structure(lambda t: t.detach().cpu().numpy(), outputs)
 
         return run
+
+    # === Long texts: windows ===
+
+    def _window_stride(self, long_texts, stride):
+        """The checked window overlap, or None for `long_texts="truncate"`."""
+        if long_texts == "truncate" and stride is None:
+            return None
+        if self.preprocessor is None:
+            raise ValueError(
+                f"long_texts={long_texts!r} reads raw texts: this "
+                f"{type(self).__name__} has no preprocessor."
+            )
+        return long_texts_lib.check_long_texts(long_texts, stride, self._sequence_length)
+
+    def window_samples(self, x, stride, y=None):
+        """Windows of in-memory raw samples (one text, or text pairs whose
+        second text is cut), as NumPy: the model inputs, `example_index`,
+        `window_start` and `count` (how many samples). Tasks whose labels
+        follow the tokens override this and add `labels` from `y`."""
+        import tensorflow as tf  # lazy: TF only for raw text
+
+        if type(self).preprocess_samples is not Task.preprocess_samples:
+            raise ValueError(f'{type(self).__name__} does not take long_texts="windows".')
+        segments, batched = self.preprocessor._segments(x)
+        tokenizer = self.preprocessor.tokenizer
+        ids = [tokenizer.tokenize_tensor(segment) for segment in segments]
+        windows = windows_lib.piece_windows(
+            ids[-1],
+            self._sequence_length,
+            stride,
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            tokenizer.pad_token_id,
+            prefix=ids[0] if len(ids) == 2 else None,
+        )
+        windows = {name: value.numpy() for name, value in windows.items()}
+        windows["count"] = int(tf.shape(segments[0])[0])
+        windows["pairs"] = len(ids) == 2
+        self.check_id_ranges({name: windows[name] for name in INPUT_NAMES})
+        return windows
+
+    def _window_model(self):
+        """The model run on windows (before `join_windows`): this task."""
+        return self
+
+    def join_windows(self, outputs, windows, count):
+        """Window outputs -> one per text: the mean of its windows' outputs,
+        or for per-token outputs each token from its best window
+        (`kbert.tasks.windows.stitch`)."""
+        index = windows["example_index"]
+        axis = self.output_sequence_axis
+        if axis is None:
+            return keras.tree.map_structure(
+                lambda v: windows_lib.mean_per_example(v, index, count), outputs
+            )
+        if windows.get("pairs"):
+            raise ValueError(
+                f"{type(self).__name__} joins per-token outputs of single texts only; "
+                'long_texts="windows" got text pairs.'
+            )
+        return keras.tree.map_structure(
+            lambda v: windows_lib.stitch(v, windows, count, axis), outputs
+        )
 
     def default_loss(self):
         raise NotImplementedError

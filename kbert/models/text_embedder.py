@@ -1,9 +1,11 @@
 """BertTextEmbedder: one vector per text, as sentence-transformers makes it."""
 
 import keras
+import numpy as np
 
 from kbert.layers.pooling import SentencePooling
 from kbert.models.task import Task, backbone_inputs
+from kbert.tasks.windows import mean_per_example
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -11,7 +13,10 @@ class BertTextEmbedder(Task):
     """Sentence embeddings: pooled token vectors, optionally L2-normalized.
 
     `pooling` is `"mean"` (over real tokens only), `"cls"` or `"max"`. Output:
-    float32 (batch, hidden_dim). Adds no weights to the backbone's.
+    float32 (batch, hidden_dim). Adds no weights to the backbone's. With
+    `long_texts="windows"`, a text's embedding is its windows' pooled
+    vectors averaged, weighted by their real token counts, then normalized
+    when `normalize` is set.
 
     Example:
     >>> embedder = kbert.BertTextEmbedder(backbone, preprocessor=preprocessor)
@@ -47,6 +52,28 @@ class BertTextEmbedder(Task):
 
     def default_loss(self):
         return None
+
+    def _window_model(self):
+        """The pooled vectors before normalization, over the same layers."""
+        if not self.normalize:
+            return self
+        if "_kbert_window_model" not in self.__dict__:  # not tracked by Keras
+            inputs = backbone_inputs()
+            sequence = self.backbone(inputs)["sequence_output"]
+            pooling = SentencePooling(
+                self.pooling, normalize=False, dtype=self.backbone.dtype_policy
+            )
+            model = keras.Model(inputs, pooling(sequence, inputs["padding_mask"]))
+            self.__dict__["_kbert_window_model"] = model
+        return self.__dict__["_kbert_window_model"]
+
+    def join_windows(self, outputs, windows, count):
+        tokens = windows["padding_mask"].sum(axis=-1)
+        pooled = mean_per_example(outputs, windows["example_index"], count, tokens)
+        if self.normalize:  # sentence-transformers' Normalize
+            norm = np.sqrt(np.sum(pooled * pooled, axis=-1, keepdims=True))
+            pooled = pooled / np.maximum(norm, 1e-12)
+        return pooled
 
     def get_config(self):
         config = super().get_config()

@@ -10,6 +10,7 @@ from kbert.models.task import Task, backbone_inputs
 from kbert.tasks import token_alignment
 from kbert.tasks.bio import bio_to_spans, word_offsets
 from kbert.tasks.token_accuracy import TokenAccuracy
+from kbert.tasks.windows import piece_windows
 
 IGNORE_LABEL = token_alignment.IGNORE_LABEL
 
@@ -116,6 +117,37 @@ class BertTokenClassifier(Task):
         if sample_weight is not None:
             sample_weight = tf.convert_to_tensor(sample_weight)
         return keras.utils.pack_x_y_sample_weight(features, labels, sample_weight)
+
+    def window_samples(self, x, stride, y=None):
+        """Windows of whitespace-split texts (see `Task.window_samples`), with
+        `word_ids`, `first_piece` and, from word labels `y`, `labels`."""
+        import tensorflow as tf  # lazy: TF only for raw text
+
+        tokenizer = self._require_preprocessor().tokenizer
+        texts = token_alignment.texts_from_words(x)
+        pieces, word_ids, first_piece = token_alignment.word_pieces(
+            tokenizer, tf.constant(texts, tf.string)
+        )
+        windows = piece_windows(
+            pieces,
+            self._sequence_length,
+            stride,
+            tokenizer.cls_token_id,
+            tokenizer.sep_token_id,
+            tokenizer.pad_token_id,
+            values={"word_ids": (word_ids, -1), "first_piece": (first_piece, 0)},
+        )
+        if y is not None:
+            labels = token_alignment.pad_word_labels(y, texts, self.label2id)
+            windows["labels"] = token_alignment.word_to_token_labels(
+                tf.gather(labels, windows["example_index"]),
+                windows["word_ids"],
+                windows["first_piece"],
+            )
+        windows = {name: value.numpy() for name, value in windows.items()}
+        windows["count"] = len(texts)
+        self.check_id_ranges({name: windows[name] for name in INPUT_NAMES})
+        return windows
 
     def predict_words(self, x, batch_size=None):
         """One label per whitespace-split word, from its first piece's logits.

@@ -7,6 +7,7 @@ from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_ba
 from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.sources import resolve_source
 from kbert.utils.artifact_kinds import check_target
+from kbert.tasks.long_texts import warn_truncated
 
 
 def _is_segment_list(x):
@@ -30,6 +31,9 @@ class BertPreprocessor(PreprocessingLayer):
     `padding_mask` (1 for real tokens), the input of `BertBackbone`. Built
     from dense TF ops only, so that with a `normalization="tflite"`
     tokenizer the whole layer converts to TFLite.
+
+    Called eagerly, it counts the texts that `sequence_length` cuts and
+    warns about them once per call (`kbert.TruncationWarning`).
 
     Inputs: a string, a list / 1-D array / TF tensor of strings (one
     segment), or a tuple of two of those (sentence pairs; a list of two
@@ -123,6 +127,9 @@ class BertPreprocessor(PreprocessingLayer):
             offsets = [result[1:] for result in tokenized]
         else:
             ids, offsets = tokenized, None
+        if tf.executing_eagerly():  # count what packing cuts (not inside tf.data)
+            lengths = sum(part.row_lengths() for part in ids) + len(ids) + 1
+            warn_truncated(lengths.numpy(), self.sequence_length)
         outputs = packer.pack(
             ids,
             self.sequence_length,

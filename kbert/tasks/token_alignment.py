@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 
+from kbert.tasks.long_texts import warn_truncated
+
 IGNORE_LABEL = -100
 NO_WORD = -1
 
@@ -32,7 +34,7 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
         tokenizer: a `BertTokenizer`.
         texts: 1-D `tf.string` tensor.
         sequence_length: packed length; pieces past `sequence_length - 2`
-            are cut.
+            are cut (counted by a `TruncationWarning` when run eagerly).
         word_labels: optional int `(batch, max_words)` tensor, one label per
             word, padded with -100.
 
@@ -49,6 +51,51 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
     ['[CLS]', 'fox', '##es', 'fox', '[SEP]', '[PAD]']
     >>> out["word_ids"].numpy().tolist(), out["labels"].numpy().tolist()
     ([[-1, 0, 0, 1, -1, -1]], [[-100, 3, -100, 4, -100, -100]])
+    """
+    import tensorflow as tf  # lazy: TF only for raw text
+
+    pieces, word_ids, first_piece = word_pieces(tokenizer, texts)
+    batch = tf.shape(texts)[0]
+    pieces_per_text = tf.cast(pieces.row_lengths(), tf.int32)
+    budget = sequence_length - 2
+    if tf.executing_eagerly():  # count what packing cuts (not inside tf.data)
+        warn_truncated(pieces_per_text.numpy() + 2, sequence_length)
+
+    def pack(values, cls_value, sep_value, pad_value):
+        values = values[:, :budget]
+        column = tf.ones([batch, 1], tf.int32)
+        packed = tf.concat([column * cls_value, values, column * sep_value], axis=1)
+        return packed.to_tensor(default_value=pad_value, shape=[None, sequence_length])
+
+    token_ids = pack(
+        pieces, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+    )
+    word_ids = pack(word_ids, NO_WORD, NO_WORD, NO_WORD)
+    first_piece = pack(first_piece, 0, 0, 0)
+    length = tf.minimum(pieces_per_text, budget) + 2
+    outputs = {
+        "token_ids": token_ids,
+        "segment_ids": tf.zeros_like(token_ids),
+        "padding_mask": tf.cast(
+            tf.range(sequence_length)[None, :] < length[:, None], tf.int32
+        ),
+        "word_ids": word_ids,
+        "first_piece": first_piece,
+    }
+    if word_labels is not None:
+        outputs["labels"] = word_to_token_labels(word_labels, word_ids, first_piece)
+    return outputs
+
+
+def word_pieces(tokenizer, texts):
+    """`(pieces, word_ids, first_piece)`: ragged int32 `(batch, (pieces))`
+    tensors of each text's word pieces, the word of each piece, and 1 on the
+    first piece of each word.
+
+    Example:
+    >>> pieces, word_ids, first = word_pieces(tokenizer, tf.constant(["foxes fox"]))
+    >>> word_ids.to_list(), first.to_list()
+    ([[0, 0, 1]], [[1, 0, 1]])
     """
     import tensorflow as tf  # lazy: TF only for raw text
 
@@ -69,35 +116,11 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
     def per_text(flat_values):
         return tf.RaggedTensor.from_row_lengths(flat_values, pieces_per_text)
 
-    budget = sequence_length - 2
-
-    def pack(values, cls_value, sep_value, pad_value):
-        values = per_text(values)[:, :budget]
-        column = tf.ones([batch, 1], tf.int32)
-        packed = tf.concat([column * cls_value, values, column * sep_value], axis=1)
-        return packed.to_tensor(default_value=pad_value, shape=[None, sequence_length])
-
-    token_ids = pack(
-        tf.cast(pieces.flat_values, tf.int32),
-        tokenizer.cls_token_id,
-        tokenizer.sep_token_id,
-        tokenizer.pad_token_id,
+    return (
+        per_text(tf.cast(pieces.flat_values, tf.int32)),
+        per_text(tf.repeat(word_index, pieces_per_word)),
+        per_text(tf.cast(piece_index == 0, tf.int32)),
     )
-    word_ids = pack(tf.repeat(word_index, pieces_per_word), NO_WORD, NO_WORD, NO_WORD)
-    first_piece = pack(tf.cast(piece_index == 0, tf.int32), 0, 0, 0)
-    length = tf.minimum(pieces_per_text, budget) + 2
-    outputs = {
-        "token_ids": token_ids,
-        "segment_ids": tf.zeros_like(token_ids),
-        "padding_mask": tf.cast(
-            tf.range(sequence_length)[None, :] < length[:, None], tf.int32
-        ),
-        "word_ids": word_ids,
-        "first_piece": first_piece,
-    }
-    if word_labels is not None:
-        outputs["labels"] = word_to_token_labels(word_labels, word_ids, first_piece)
-    return outputs
 
 
 def word_to_token_labels(word_labels, word_ids, first_piece):

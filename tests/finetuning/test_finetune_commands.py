@@ -218,3 +218,44 @@ def test_finetune_overwrite_writes_beside_the_users_files(tmp_path, tiny_preset)
     assert run(add_finetune_command, [*argv, "--overwrite"]) == 0
     # All it wrote is its own kind (a rerun needs no flag); the user's file stays.
     assert foreign_files(out, "finetune_output") == ["notes.txt"]
+
+
+LONG_REVIEW = " ".join(["the movie was very good fun"] * 4)  # 24 word pieces
+
+
+def test_finetune_counts_long_texts_per_file_and_trains_on_windows(
+    tmp_path, tiny_preset, capsys
+):
+    rows = [("good fun movie", "pos"), (LONG_REVIEW, "pos"), ("dull awful plot", "neg")]
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "\n".join(f"{t},{y}" for t, y in rows * 3))
+    test = tmp_path / "test.csv"
+    test.write_text("text,label\n" + "\n".join(f"{t},{y}" for t, y in rows))
+    base = ["finetune", str(train), "--test", str(test), "--preset", tiny_preset]
+    base += ["--sequence-length", "8", "--batch-size", "4", "--epochs", "1"]
+    for mode in ("truncate", "windows"):
+        out = tmp_path / mode
+        argv = base + ["--out", str(out), "--long-texts", mode]
+        argv += ["--stride", "2"] if mode == "windows" else []
+        assert run(add_finetune_command, argv) == 0
+        printed = capsys.readouterr().out
+        results = json.loads((out / "results.json").read_text())
+        counts = results["long_texts"]
+        assert counts["mode"] == mode
+        assert counts["train"] == {"truncated": 3, "total": 9, "longest": 26}
+        assert counts["test"] == {"truncated": 1, "total": 3, "longest": 26}
+        assert f"{train}: 3 of 9 texts are longer than sequence_length=8" in printed
+        assert f"{test}: 1 of 3 texts" in printed
+        assert ("--long-texts windows" in printed) == (mode == "truncate")
+
+
+def test_embed_command_reads_long_texts_in_windows(tmp_path, tiny_preset):
+    texts = ["good movie", LONG_REVIEW]
+    source = tmp_path / "texts.txt"
+    source.write_text("\n".join(texts) + "\n")
+    embedder = kbert.BertTextEmbedder.from_preset(tiny_preset, sequence_length=8)
+    expected = embedder.predict(texts, long_texts="windows", stride=2, verbose=0)
+    argv = ["embed", str(source), str(tmp_path / "e.npy"), "--preset", tiny_preset]
+    argv += ["--sequence-length", "8", "--long-texts", "windows", "--stride", "2"]
+    assert run(add_embed_command, argv) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "e.npy"), expected, atol=1e-6)

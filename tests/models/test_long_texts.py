@@ -1,0 +1,280 @@
+"""Texts longer than the sequence length: a TruncationWarning, or windows.
+
+Windows are checked against a reference built in the test: Hugging Face
+`tokenizers` cuts each text into overflowing windows (`enable_truncation`
+with `stride`), the model runs window by window, and the outputs are joined
+as the test says they should be.
+"""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+import kbert
+from kbert.inference.pipeline import TokenClassificationPipeline
+from kbert.models.backbone import INPUT_NAMES
+from tests.test_case import randomized, tiny_backbone
+
+VOCABULARY = (
+    "[PAD] [UNK] [CLS] [SEP] [MASK] the a fox dog cat jump ##s ##ed big small red "
+    "blue river sat on mat and , ."
+).split()
+LENGTH = 12  # sequence_length: 10 word pieces a window
+SHORT = ["the fox jumps", "a big red dog", "cat sat on the mat"]
+LONG = (
+    "the big red fox jumps on the small blue dog , and the cat sat on the mat . "
+    "a dog jumped on the river and a small cat sat ."
+)
+TEXTS = [SHORT[0], LONG, SHORT[1], LONG[:40], SHORT[2]]
+
+
+def preprocessor():
+    tokenizer = kbert.BertTokenizer(VOCABULARY)
+    return kbert.BertPreprocessor(tokenizer, sequence_length=LENGTH)
+
+
+def backbone():
+    return randomized(tiny_backbone(vocabulary_size=len(VOCABULARY)), seed=3)
+
+
+def hf_windows(tmp_path, text, stride, length=LENGTH):
+    """Overflowing windows of `tokenizers`: `(ids, first piece index)` each."""
+    from tokenizers import BertWordPieceTokenizer
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n", encoding="utf-8")
+    tokenizer = BertWordPieceTokenizer(str(path), lowercase=True)
+    tokenizer.enable_truncation(length, stride=stride)
+    encoding = tokenizer.encode(text)
+    ids = [encoding.ids] + [window.ids for window in encoding.overflowing]
+    starts = [0]
+    for _ in ids[1:]:
+        starts.append(starts[-1] + (length - 2) - stride)
+    return ids, starts
+
+
+def run_window(model, ids):
+    """The model on one window, its token ids unpadded."""
+    features = {
+        "token_ids": np.array([ids], "int32"),
+        "segment_ids": np.zeros((1, len(ids)), "int32"),
+        "padding_mask": np.ones((1, len(ids)), "int32"),
+    }
+    return keras.ops.convert_to_numpy(model(features, training=False))[0]
+
+
+def caught(function, *args):
+    with warnings.catch_warnings(record=True) as found:
+        warnings.simplefilter("always")
+        function(*args)
+    return [w for w in found if issubclass(w.category, kbert.TruncationWarning)]
+
+
+def test_one_warning_counts_the_truncated_texts():
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    found = caught(lambda: classifier.predict(TEXTS, verbose=0))
+    assert len(found) == 1
+    message = found[0].message
+    assert (message.truncated, message.total) == (1, len(TEXTS))
+    assert message.longest == len(classifier.preprocessor.tokenizer.tokenize(LONG)) + 2
+    assert "1 of 5 texts" in str(message) and 'long_texts="windows"' in str(message)
+    assert "sequence_length" in str(message)
+    assert not caught(lambda: classifier.predict(SHORT, verbose=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kbert.TruncationWarning)
+        classifier.predict(SHORT, verbose=0)
+        with pytest.raises(kbert.TruncationWarning, match="1 of 5 texts"):
+            classifier.predict(TEXTS, verbose=0)
+
+
+def test_every_raw_text_path_warns_once():
+    y = np.array([0, 1, 0, 1, 0])
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    assert len(caught(lambda: classifier.evaluate(TEXTS, y, verbose=0))) == 1
+    assert len(caught(lambda: classifier.fit(TEXTS, y, epochs=1, verbose=0))) == 1
+    embedder = kbert.BertTextEmbedder(backbone(), preprocessor=preprocessor())
+    assert len(caught(lambda: embedder.predict(TEXTS, verbose=0))) == 1
+    extractor = kbert.BertFeatureExtractor(
+        backbone(), layers=(-1,), preprocessor=preprocessor()
+    )
+    assert len(caught(lambda: extractor.predict(TEXTS, verbose=0))) == 1
+    tagger = kbert.BertTokenClassifier(backbone(), 3, preprocessor=preprocessor())
+    assert len(caught(lambda: tagger.predict(TEXTS, verbose=0))) == 1
+    for task, model in [
+        ("text-classification", classifier),
+        ("sentence-embeddings", embedder),
+        ("feature-extraction", extractor),
+        ("token-classification", tagger),
+    ]:
+        run = kbert.pipeline(task, model)
+        assert len(caught(run, TEXTS)) == 1, task
+        assert not caught(run, SHORT), task
+
+
+@pytest.mark.parametrize("stride", [0, 3])
+def test_classifier_windows_match_tokenizers_windows(tmp_path, stride):
+    classifier = kbert.BertClassifier(backbone(), 3, preprocessor=preprocessor())
+    assert not caught(
+        lambda: classifier.predict(TEXTS, long_texts="windows", stride=stride, verbose=0)
+    )
+    logits = classifier.predict(TEXTS, long_texts="windows", stride=stride, verbose=0)
+    assert logits.shape == (len(TEXTS), 3)
+    for row, text in enumerate(TEXTS):
+        ids, _ = hf_windows(tmp_path, text, stride)
+        want = np.mean([run_window(classifier, window) for window in ids], axis=0)
+        np.testing.assert_allclose(logits[row], want, atol=1e-5)
+    assert len(hf_windows(tmp_path, LONG, stride)[0]) > 2
+    truncated = classifier.predict(SHORT, verbose=0)
+    windowed = classifier.predict(SHORT, long_texts="windows", stride=stride, verbose=0)
+    np.testing.assert_allclose(windowed, truncated, atol=1e-6)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_embedder_windows_weigh_windows_by_tokens(tmp_path, normalize):
+    embedder = kbert.BertTextEmbedder(
+        backbone(), normalize=normalize, preprocessor=preprocessor()
+    )
+    raw = kbert.BertTextEmbedder(embedder.backbone, normalize=False)
+    vectors = embedder.predict(TEXTS, long_texts="windows", stride=2, verbose=0)
+    for row, text in enumerate(TEXTS):
+        ids, _ = hf_windows(tmp_path, text, 2)
+        pooled = np.array([run_window(raw, window) for window in ids])
+        weights = np.array([len(window) for window in ids], "float64")
+        want = (pooled * weights[:, None]).sum(axis=0) / weights.sum()
+        if normalize:
+            want = want / np.linalg.norm(want)
+        np.testing.assert_allclose(vectors[row], want, atol=1e-5)
+    truncated = embedder.predict(SHORT, verbose=0)
+    windowed = embedder.predict(SHORT, long_texts="windows", stride=2, verbose=0)
+    np.testing.assert_allclose(windowed, truncated, atol=1e-6)
+
+
+def most_context_reference(per_window, starts, total):
+    """Each piece from the window where min(pieces before, pieces after) in
+    the window is largest (the first such window); [CLS] from the first
+    window, [SEP] from the last."""
+    joined = [None] * (total + 2)
+    best = [-1] * (total + 2)
+    for values, first in zip(per_window, starts):
+        pieces = len(values) - 2
+        for piece in range(pieces):
+            score = min(piece, pieces - 1 - piece)
+            if score > best[first + 1 + piece]:
+                best[first + 1 + piece] = score
+                joined[first + 1 + piece] = values[1 + piece]
+    joined[0], joined[-1] = per_window[0][0], per_window[-1][-1]
+    return np.array(joined)
+
+
+@pytest.mark.parametrize("task", ["token_classifier", "feature_extractor"])
+def test_per_token_windows_take_the_most_context(tmp_path, task):
+    if task == "token_classifier":
+        model = kbert.BertTokenClassifier(backbone(), 3, preprocessor=preprocessor())
+    else:
+        model = kbert.BertFeatureExtractor(
+            backbone(), layers=(-2, -1), preprocessor=preprocessor()
+        )
+    outputs = model.predict(TEXTS, long_texts="windows", stride=3, verbose=0)
+    totals = []
+    for row, text in enumerate(TEXTS):
+        ids, starts = hf_windows(tmp_path, text, 3)
+        total = starts[-1] + len(ids[-1]) - 2
+        totals.append(total)
+        want = most_context_reference(
+            [run_window(model, window) for window in ids], starts, total
+        )
+        np.testing.assert_allclose(outputs[row, : total + 2], want, atol=1e-5)
+        assert not outputs[row, total + 2 :].any()
+    assert outputs.shape[1] == max(totals) + 2 > LENGTH
+    truncated = model.predict(SHORT, verbose=0)
+    windowed = model.predict(SHORT, long_texts="windows", stride=3, verbose=0)
+    np.testing.assert_allclose(windowed, truncated, atol=1e-6)
+
+
+def test_fit_trains_on_windows_and_evaluate_scores_texts():
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    y = np.array([0, 1, 0, 1, 0])
+    history = classifier.fit(
+        TEXTS, y, long_texts="windows", stride=2, epochs=1, batch_size=4, verbose=0
+    )
+    assert np.isfinite(history.history["loss"]).all()
+    held_out = classifier.fit(
+        TEXTS, y, long_texts="windows", stride=2, validation_split=0.4, verbose=0
+    )
+    assert np.isfinite(held_out.history["val_loss"]).all()
+    scores = classifier.evaluate(
+        TEXTS, y, long_texts="windows", stride=2, return_dict=True, verbose=0
+    )
+    logits = classifier.predict(TEXTS, long_texts="windows", stride=2, verbose=0)
+    want_loss = keras.ops.convert_to_numpy(
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y, logits)
+    )
+    np.testing.assert_allclose(scores["loss"], want_loss, rtol=1e-5)
+    accuracy = np.mean(np.argmax(logits, -1) == y)
+    np.testing.assert_allclose(scores["sparse_categorical_accuracy"], accuracy)
+
+
+@pytest.mark.parametrize(
+    "arguments, match",
+    [
+        (dict(long_texts="slide"), "long_texts='slide'"),
+        (dict(long_texts="windows", stride=-1), "stride=-1"),
+        (dict(long_texts="windows", stride=10), "stride=10 must be less than the 10"),
+        (dict(stride=2), 'stride=2 applies to long_texts="windows"'),
+    ],
+)
+def test_bad_long_text_arguments_are_named(arguments, match):
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    with pytest.raises(ValueError, match=match):
+        classifier.predict(TEXTS, verbose=0, **arguments)
+
+
+def test_windows_features_are_the_model_inputs():
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    windows = classifier.window_samples(TEXTS, 3)
+    assert windows["count"] == len(TEXTS)
+    assert set(INPUT_NAMES) <= set(windows)
+    assert windows["token_ids"].shape[1] == LENGTH
+
+
+def test_pipelines_read_long_texts_in_windows():
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    classify = kbert.pipeline(
+        "text-classification", classifier, long_texts="windows", stride=3
+    )
+    logits = classifier.predict(TEXTS, long_texts="windows", stride=3, verbose=0)
+    assert not caught(lambda: classify(TEXTS))
+    scores = [row["score"] for row in classify(TEXTS)]
+    np.testing.assert_allclose(scores, classify.scores(logits).max(axis=-1), atol=1e-6)
+    embedder = kbert.BertTextEmbedder(backbone(), preprocessor=preprocessor())
+    embed = kbert.pipeline("sentence-embeddings", embedder, long_texts="windows", stride=3)
+    np.testing.assert_allclose(
+        embed(TEXTS),
+        embedder.predict(TEXTS, long_texts="windows", stride=3, verbose=0),
+        atol=1e-6,
+    )
+    extract = kbert.pipeline(
+        "feature-extraction",
+        kbert.BertFeatureExtractor(backbone(), layers=(-1,), preprocessor=preprocessor()),
+        long_texts="windows",
+        stride=3,
+    )
+    tokens = len(classifier.preprocessor.tokenizer.tokenize(LONG))
+    assert extract(LONG).shape == (tokens + 2, 16)
+    tagger = kbert.BertTokenClassifier(
+        backbone(),
+        3,
+        preprocessor=preprocessor(),
+        id2label={0: "O", 1: "B-X", 2: "I-X"},
+    )
+    tag = TokenClassificationPipeline(
+        tagger, ignore_labels=(), long_texts="windows", stride=3
+    )
+    entities = tag(LONG)
+    assert entities[-1]["end"] == len(LONG)  # the last piece is read
+    words = "".join(e["word"] for e in entities).replace(" ", "").replace("##", "")
+    assert words == LONG.replace(" ", "")  # every piece, once
+    with pytest.raises(ValueError, match="fill-mask pipeline takes no"):
+        kbert.pipeline("fill-mask", kbert.BertMaskedLM(backbone()), long_texts="windows")
