@@ -11,6 +11,10 @@ import os
 import sys
 
 from kbert.utils.lazy import lazy_package
+from kbert.utils.quiet import quiet_library
+
+# No TensorFlow/absl/CUDA lines from a library (KBERT_VERBOSE=1 shows them).
+quiet_library()
 
 __version__ = "0.1.0"
 

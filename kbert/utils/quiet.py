@@ -9,11 +9,15 @@ own process also filters them out of its stderr (`quiet_process`).
 """
 
 import atexit
+import contextlib
 import glob
+import importlib.abc
+import importlib.util
 import logging
 import os
 import re
 import sys
+import tempfile
 import threading
 
 # Environment variables read by TensorFlow/XLA (C++ logs), gRPC and glog.
@@ -116,3 +120,77 @@ def _pump(read_end, original):
 def _write(fd, data):
     while data:
         data = data[os.write(fd, data) :]
+
+
+def quiet_library():
+    """What `import kbert` does: `quiet_logs`, JAX kept on the CPU without a
+    GPU even when Keras imported JAX first, and the native lines TensorFlow
+    prints while it is imported (before abseil reads any level) dropped,
+    whenever kbert or anything else imports it later. `KBERT_VERBOSE=1`
+    leaves every log as the libraries print it.
+
+    Example:
+    >>> quiet_library()  # `import kbert` has run it already; it runs once
+    """
+    verbose = os.environ.get("KBERT_VERBOSE", "") not in ("", "0")
+    if getattr(quiet_library, "done", False):
+        return
+    quiet_library.done = True
+    quiet_logs(verbose)
+    if verbose:
+        return
+    if "jax" in sys.modules and os.environ.get("JAX_PLATFORMS") == "cpu":
+        with contextlib.suppress(Exception):  # too late once a backend is up
+            sys.modules["jax"].config.update("jax_platforms", "cpu")
+    if "tensorflow" not in sys.modules:
+        sys.meta_path.insert(0, _QuietImport("tensorflow"))
+
+
+@contextlib.contextmanager
+def native_logs_dropped():
+    """Drops native log lines written to file descriptor 2 inside the block
+    (kept in a temporary file, the rest written back when it ends)."""
+    sys.stderr.flush()
+    original = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(original, 2)
+            os.close(original)
+            held.seek(0)
+            for line in held:
+                if not NATIVE_LOG_LINE.match(line):
+                    _write(2, line)
+
+
+class _QuietImport(importlib.abc.MetaPathFinder):
+    """Imports one top-level module inside `native_logs_dropped`, once (a
+    `find_spec` that only asks whether it exists imports nothing)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.searching = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name or self.searching:
+            return None
+        self.searching = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self.searching = False
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def quiet_exec_module(module):
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            with native_logs_dropped():
+                exec_module(module)
+
+        spec.loader.exec_module = quiet_exec_module
+        return spec
