@@ -17,10 +17,12 @@ Keras arguments kbert cannot honour are refused by name: `input_signature`
 (kbert's signatures are fixed: strings and token ids of any length) and the
 `"torch"` format (no verified runtime for a `torch.export` program).
 
-Example:
->>> record = classifier.export("out/keras_export/model.onnx", format="onnx")
->>> record["format"], record["outputs"]
-('onnx', ['logits', 'probabilities'])
+Example (`classifier.export("out/model.onnx", format="onnx")` writes and
+verifies an ONNX file, as `kbert.export.onnx` does):
+>>> classifier.export("out/model.pt2", format="torch")
+Traceback (most recent call last):
+...
+ValueError: model.export(format='torch'): kbert has no verified runtime for ...
 """
 
 import importlib

@@ -68,8 +68,10 @@ def trainable_summary(model):
     """`(trainable, total, text)`: how many weights `fit` trains, and a line saying so.
 
     Example:
-    >>> trainable_summary(backbone)[2]
-    'trains all 6,728 weights'
+    >>> small = kbert.BertBackbone(
+    ...     vocabulary_size=10, num_layers=1, num_heads=1, hidden_dim=4, intermediate_dim=8)
+    >>> trainable_summary(small)[2]
+    'trains all 2,296 weights'
     """
     trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
     total = sum(int(np.prod(v.shape)) for v in model.weights)
