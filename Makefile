@@ -22,7 +22,7 @@ demo: setup
 test: setup
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
-		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q tests || status=1; \
+		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests || status=1; \
 	done; exit $$status
 
 lint: setup

@@ -147,6 +147,6 @@ def test_saved_model_failure_leaves_previous_artifact(tmp_path, monkeypatch):
         module, "graph_ops", lambda d: real_ops(d) | {"TFText>RoundRobinTrim"}
     )
     with pytest.raises(ValueError, match="RoundRobinTrim"):
-        kbert.export.saved_model(tiny_model(num_classes=2), str(path))
+        kbert.export.saved_model(tiny_model(num_classes=2), str(path), overwrite=True)
     assert os.listdir(path) == ["previous.txt"]
     assert sorted(os.listdir(tmp_path)) == ["model"]

@@ -144,8 +144,8 @@ def test_compiled_shapes_stay_bounded(monkeypatch):
     shapes = set()
     original = model._inference_function
 
-    def recording():
-        forward = original()
+    def recording(*args):
+        forward = original(*args)
 
         def run(features):
             shapes.add(features["token_ids"].shape)
