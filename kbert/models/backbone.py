@@ -328,9 +328,6 @@ class BertBackbone(
             "name": self.name,
             "trainable": self.trainable,
             "dtype": self._dtype_config(),
-            "quantized_activations": sorted(
-                path for path, active in self.quantized_layer_paths().items() if active
-            ),
             "vocabulary_size": self.vocabulary_size,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,
@@ -345,6 +342,9 @@ class BertBackbone(
             "initializer_range": self.initializer_range,
             "output_hidden_states": self.output_hidden_states,
             "output_attentions": self.output_attentions,
+            "quantized_activations": sorted(
+                path for path, active in self.quantized_layer_paths().items() if active
+            ),
         }
 
     @classmethod

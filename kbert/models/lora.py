@@ -10,8 +10,10 @@ layer is saved (`.keras`, `save_weights`, `save_to_preset`), so a saved
 LoRA model loads as a plain one; `merge_lora()` does the same in memory and
 every exporter merges before it writes.
 
-Example:
->>> classifier = kbert.BertClassifier(backbone, num_classes=2)
+Example (on a model of its own: LoRA changes the backbone in place):
+>>> small = kbert.BertBackbone(
+...     vocabulary_size=41, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16)
+>>> classifier = kbert.BertClassifier(small, num_classes=2)
 >>> classifier.backbone.enable_lora(4)
 >>> sorted({v.path.split("/")[-1] for v in classifier.trainable_weights})
 ['bias', 'kernel', 'lora_kernel_a', 'lora_kernel_b']

@@ -30,8 +30,10 @@ model on the calibration texts is at least `CALIBRATION_AGREEMENT` (cosine
 at least `CALIBRATION_COSINE` for embeddings), or every layer is
 weight-only again.
 
-Example:
->>> classifier = kbert.BertClassifier(backbone, num_classes=2)
+Example (on a model of its own: quantizing changes the backbone in place):
+>>> small = kbert.BertBackbone(
+...     vocabulary_size=41, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16)
+>>> classifier = kbert.BertClassifier(small, num_classes=2)
 >>> classifier.quantize("int8")
 >>> classifier.backbone.get_layer("transformer_layer_0").query.quantization_mode
 'int8'
