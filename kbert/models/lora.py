@@ -43,7 +43,8 @@ DENSE_NAMES = (
 _RANK_KEY = "__lora_rank__"
 
 
-def _dense_layers(backbone, names):
+def dense_sublayers(backbone, names=DENSE_NAMES):
+    """The backbone's Dense sublayers named in `names`, layer by layer, pooler last."""
     layers = [
         getattr(block, "output_dense" if name == "output" else name)
         for block in backbone.transformer_layers
@@ -56,7 +57,7 @@ def _dense_layers(backbone, names):
 def lora_layers(model):
     """The LoRA-enabled Dense layers of a backbone or task model."""
     backbone = getattr(model, "backbone", model)
-    return [layer for layer in _dense_layers(backbone, DENSE_NAMES) if layer.lora_enabled]
+    return [layer for layer in dense_sublayers(backbone, DENSE_NAMES) if layer.lora_enabled]
 
 
 def _head_variables(model):
@@ -108,12 +109,12 @@ class LoraBackbone:
             )
         if self.lora_rank is not None:
             raise ValueError(f"LoRA is already enabled (rank {self.lora_rank}).")
-        if any(layer.quantization_mode for layer in _dense_layers(self, names)):
+        if any(layer.quantization_mode for layer in dense_sublayers(self, names)):
             raise ValueError("enable_lora on a quantized backbone is not supported.")
         self.trainable = True
         for layer in self._flatten_layers(include_self=False):
             layer.trainable = False
-        for layer in _dense_layers(self, names):
+        for layer in dense_sublayers(self, names):
             layer.trainable = True
             layer.enable_lora(rank, lora_alpha=alpha)
             layer._kernel.trainable = False  # Keras does this too; said here

@@ -44,6 +44,8 @@ Example (on a model of its own: quantizing changes the backbone in place):
 import keras
 import numpy as np
 
+from kbert.models.lora import dense_sublayers
+
 MODES = ("int8", "int4")
 REFUSED_MODES = {
     "float8": (
@@ -109,16 +111,7 @@ def quantizable_layers(model):
         for layer in (embeddings.token_embedding, embeddings.segment_embedding)
         if id(layer) not in tied
     ]
-    for block in backbone.transformer_layers:
-        layers += [
-            block.query,
-            block.key,
-            block.value,
-            block.attention_output,
-            block.intermediate,
-            block.output_dense,
-        ]
-    return layers + [backbone.pooler]
+    return layers + dense_sublayers(backbone)
 
 
 class QuantizableModel:
