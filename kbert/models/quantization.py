@@ -41,9 +41,12 @@ Example (on a model of its own: quantizing changes the backbone in place):
 (3, 2)
 """
 
+import re
+
 import keras
 import numpy as np
 
+from kbert.layers.masked_lm_head import MaskedLMHead
 from kbert.models.lora import dense_sublayers
 
 MODES = ("int8", "int4")
@@ -97,8 +100,6 @@ def quantizable_layers(model):
     >>> sorted({layer.name for layer in quantizable_layers(backbone)})[:4]
     ['attention_output', 'intermediate', 'key', 'output']
     """
-    from kbert.layers.masked_lm_head import MaskedLMHead  # layers sit below models
-
     backbone = getattr(model, "backbone", model)
     tied = {
         id(layer.token_embedding)
@@ -190,8 +191,6 @@ def _filter(filters):
         return lambda layer: True
     if callable(filters):
         return filters
-    import re
-
     patterns = [filters] if isinstance(filters, str) else list(filters)
     return lambda layer: any(re.search(p, layer.path) for p in patterns)
 

@@ -191,6 +191,10 @@ class _QuietImport(importlib.abc.MetaPathFinder):
                 sys.meta_path.remove(self)
             with native_logs_dropped():
                 exec_module(module)
+                if fullname == "tensorflow" and not has_gpu():
+                    # TensorFlow's first op looks for CUDA and prints a cuInit
+                    # error past every level setting when JAX loaded first.
+                    module.config.list_physical_devices()
 
         spec.loader.exec_module = quiet_exec_module
         return spec
