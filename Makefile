@@ -20,6 +20,8 @@ demo: setup
 	$(PY) examples/demo.py
 
 test: setup
+	@# the fine-tuned classifier that tests share, trained once per code version
+	$(PY) -c "from tests.trained_models import demo_classifier_preset as p; p()"
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
 		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests || status=1; \
