@@ -35,6 +35,7 @@ from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_file
 
 MIN_OPSET = 17
+JAX_MIN_OPSET = 18
 
 
 def onnx(
@@ -97,6 +98,12 @@ def onnx(
     check_target(path, "onnx", overwrite)
     if opset < MIN_OPSET:
         raise ValueError(f"opset must be >= {MIN_OPSET}; got {opset}.")
+    if opset < JAX_MIN_OPSET and keras.backend.backend() == "jax":
+        raise ValueError(
+            f"opset {opset} cannot be written from the JAX backend: jax2onnx's "
+            f"graphs need opset >= {JAX_MIN_OPSET} (ReduceMean takes its axes as an "
+            "input from 18 on). Export with opset >= 18, or from TensorFlow or PyTorch."
+        )
     if quantization not in QUANTIZATIONS and not isinstance(
         quantization, QuantizationRecipe
     ):

@@ -96,3 +96,11 @@ def test_what_kbert_cannot_honour_is_refused_by_name(classifier, tmp_path, kwarg
     with pytest.raises(ValueError, match=message):
         classifier.export(path, **kwargs)
     assert not path.exists()
+
+
+@pytest.mark.skipif(keras.backend.backend() != "jax", reason="jax2onnx's opset floor")
+def test_an_opset_jax2onnx_cannot_write_is_refused_before_any_work(classifier, tmp_path):
+    path = tmp_path / "model.onnx"
+    with pytest.raises(ValueError, match="opset 17 cannot be written from the JAX backend"):
+        classifier.export(path, format="onnx", opset_version=17)
+    assert not path.exists()
