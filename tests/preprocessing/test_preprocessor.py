@@ -98,15 +98,28 @@ def test_truncation_grid_matches_hugging_face(tmp_path):
             hf = tokenizers.BertWordPieceTokenizer(str(path))
             hf.enable_truncation(length, strategy=strategy)
             hf.enable_padding(length=length)
-            pairs, expected = [], []
+            pairs, expected, refused = [], [], []
             for n1 in range(10):
                 for n2 in range(10):
                     pair = (" ".join(["the"] * n1), " ".join(["hello"] * n2))
                     try:
                         expected.append(hf.encode(*pair).ids)
                     except Exception:  # tokenizers refuses: sequence too short
+                        refused.append((n1, n2))
                         continue
                     pairs.append(pair)
+            # tokenizers refuses exactly the pairs whose only truncatable
+            # segment would be cut to nothing or less; no other pair is left out.
+            excess = {
+                (n1, n2): n1 + n2 + 3 - length for n1 in range(10) for n2 in range(10)
+            }
+            cut = {"only_first": 0, "only_second": 1}.get(strategy)
+            assert refused == [
+                pair
+                for pair, over in excess.items()
+                if cut is not None and over > 0 and pair[cut] <= over
+            ], (strategy, length)
+            assert len(pairs) + len(refused) == 100
             out = preprocessor(length, truncation=strategy)(
                 ([p[0] for p in pairs], [p[1] for p in pairs])
             )
