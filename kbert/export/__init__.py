@@ -25,9 +25,9 @@ lazy_package(
     __name__,
     {
         "kbert.export.checks": ["ExportVerificationError"],
-        "kbert.export.onnx": ["onnx"],
-        "kbert.export.openvino": ["openvino"],
-        "kbert.export.saved_model": ["saved_model"],
-        "kbert.export.tflite": ["tflite"],
+        "kbert.export.onnx.exporter": ["onnx"],
+        "kbert.export.openvino.exporter": ["openvino"],
+        "kbert.export.saved_model.exporter": ["saved_model"],
+        "kbert.export.tflite.exporter": ["tflite"],
     },
 )

@@ -98,10 +98,10 @@ def export_command(args):
     check_target(args.output, args.format, args.overwrite)
     # lazy: keep --help fast
     from kbert.export.model_source import load_model
-    from kbert.export.onnx import onnx
-    from kbert.export.openvino import openvino
-    from kbert.export.saved_model import saved_model
-    from kbert.export.tflite import tflite
+    from kbert.export.onnx.exporter import onnx
+    from kbert.export.openvino.exporter import openvino
+    from kbert.export.saved_model.exporter import saved_model
+    from kbert.export.tflite.exporter import tflite
 
     model = load_model(args.model)
     text_pairs = True if args.text_pairs else None

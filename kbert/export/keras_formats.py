@@ -8,10 +8,10 @@ Example:
 ['litert', 'onnx', 'openvino', 'tf_saved_model']
 """
 
-from kbert.export.onnx import onnx
-from kbert.export.openvino import openvino
-from kbert.export.saved_model import saved_model
-from kbert.export.tflite import tflite
+from kbert.export.onnx.exporter import onnx
+from kbert.export.openvino.exporter import openvino
+from kbert.export.saved_model.exporter import saved_model
+from kbert.export.tflite.exporter import tflite
 from kbert.models.keras_export import use_keras_export_formats
 
 

@@ -30,7 +30,8 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
 
     Args:
         model: the model, on this process's backend.
-        exporter: `"module:function"`, e.g. `"kbert.export.saved_model:saved_model"`,
+        exporter: `"module:function"`, e.g.
+            `"kbert.export.saved_model.exporter:saved_model"`,
             called as `function(model, path, **options)`.
         path: where the artifact appears (a directory if `directory`).
         cross_check: `cross_check(artifact_path)` checks the artifact against
@@ -43,7 +44,7 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
     Example:
     >>> # On JAX or torch, kbert.export.saved_model and .tflite call this for you:
     >>> record = export_on_tensorflow(  # doctest: +SKIP
-    ...     classifier, "kbert.export.saved_model:saved_model", "out/classifier/1",
+    ...     classifier, "kbert.export.saved_model.exporter:saved_model", "out/classifier/1",
     ...     cross_check=lambda path: verify_saved_model(classifier, spec, path, False),
     ...     directory=True)
     """
@@ -83,7 +84,7 @@ def resolve_exporter(import_path):
     """The function at `"module:function"`.
 
     Example:
-    >>> resolve_exporter("kbert.export.onnx:onnx") is kbert.export.onnx
+    >>> resolve_exporter("kbert.export.onnx.exporter:onnx") is kbert.export.onnx
     True
     """
     module, _, name = import_path.partition(":")

@@ -18,8 +18,9 @@ import os
 import keras
 
 from kbert.export.checks import check_close
-from kbert.export.runtimes import OnnxRunner, TFLiteRunner
-from kbert.export.tflite_flatbuffer import metadata_entries, with_metadata
+from kbert.export.onnx.runner import OnnxRunner
+from kbert.export.tflite.flatbuffer import metadata_entries, with_metadata
+from kbert.export.tflite.runner import TFLiteRunner
 
 RECORD_NAME = "kbert_export"
 OPENVINO_XML = "openvino_model.xml"

@@ -10,21 +10,24 @@ classifier accuracy when the user passes labelled data (`labelled`, e.g.
 latency. A Keras row gives the float32 baseline. Below the table, each
 artifact that tokenizes on its own (TFLite `"string"`, MediaPipe) gets a line
 on how its tokenizer reads accented and mobile-style text
-(`kbert.export.tokenizer_divergence`).
+(`kbert.export.tflite.tokenizer_divergence`).
 """
 
 import importlib.util
 import os
+import time
 
 import keras
 import numpy as np
 
 from kbert.export import record as records
-from kbert.export import runtimes
 from kbert.export.model_source import load_model
-from kbert.export.saved_model import TEXT_SIGNATURE, TOKEN_SIGNATURE
+from kbert.export.onnx.runner import OnnxRunner
+from kbert.export.openvino.runner import OpenVinoRunner
+from kbert.export.saved_model.exporter import TEXT_SIGNATURE, TOKEN_SIGNATURE
+from kbert.export.saved_model.runner import run_saved_model
 from kbert.export.spec import export_spec, forward, keras_outputs
-from kbert.export.tflite_inputs import (
+from kbert.export.tflite.inputs import (
     MEDIAPIPE_INPUTS,
     MEDIAPIPE_OUTPUTS,
     deployment_preprocessor,
@@ -32,7 +35,8 @@ from kbert.export.tflite_inputs import (
     run_tokens,
     tflite_preprocessor,
 )
-from kbert.export.tokenizer_divergence import describe, tokenizer_divergence
+from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
+from kbert.export.tflite.tokenizer_divergence import describe, tokenizer_divergence
 from kbert.export.verification_data import (
     checked_features,
     texts_to_features,
@@ -166,7 +170,7 @@ def _run_saved_model(path, record, texts, features, repeats):
     else:
         signature, feeds = TOKEN_SIGNATURE, features
     runs = [(signature, feeds), (signature, _row(feeds, 0))]
-    outputs, seconds, _ = runtimes.run_saved_model(path, runs, repeats=[0, repeats])
+    outputs, seconds, _ = run_saved_model(path, runs, repeats=[0, repeats])
     return (
         outputs[0],
         features,
@@ -178,16 +182,16 @@ def _run_saved_model(path, record, texts, features, repeats):
 def _run_tflite(path, record, model, spec, texts, features, repeats):
     flavour = record.get("flavour", "token_ids")
     if flavour == "mediapipe" and spec.task == "classifier":
-        classifier = runtimes.MediaPipeClassifierRunner(path)
+        classifier = MediaPipeClassifierRunner(path)
         try:
             got, _ = classifier(texts["text"])
-            seconds = runtimes.median_seconds(
+            seconds = median_seconds(
                 lambda: classifier([texts["text"][0]]), repeats=repeats
             )
         finally:
             classifier.close()
         return got, features, seconds, "MediaPipe TextClassifier"
-    runner = runtimes.TFLiteRunner(path)
+    runner = TFLiteRunner(path)
     runtime = "ai_edge_litert" + (" + tf-text ops" if runner.custom_ops else "")
     if flavour == "string":
         preprocessor = tflite_preprocessor(
@@ -196,13 +200,13 @@ def _run_tflite(path, record, model, spec, texts, features, repeats):
         features, _ = texts_to_features(preprocessor, spec, texts)
         feeds = {k: np.array(v, object) for k, v in texts.items()}
         got = run_rows(runner, feeds)
-        seconds = runtimes.median_seconds(lambda: runner(_row(feeds, 0)), repeats=repeats)
+        seconds = median_seconds(lambda: runner(_row(feeds, 0)), repeats=repeats)
         return got, features, seconds, runtime
     got, used = run_tokens(runner, flavour, features)
     one = {k: v for k, v in _row(used, 0).items()}
     if flavour == "mediapipe":
         one = {name: one[source] for name, source in MEDIAPIPE_INPUTS.items()}
-    seconds = runtimes.median_seconds(lambda: runner(one), repeats=repeats)
+    seconds = median_seconds(lambda: runner(one), repeats=repeats)
     return got, used, seconds, runtime
 
 
@@ -235,13 +239,13 @@ def artifact_runtimes(path, installed=True):
 
 def _run_onnx(path, features, repeats, runtime):
     if runtime == "onnxruntime":
-        runner, name = runtimes.OnnxRunner(path), "onnxruntime (CPU)"
+        runner, name = OnnxRunner(path), "onnxruntime (CPU)"
     else:
         forced = runtime == "openvino_f32"
-        runner = runtimes.OpenVinoRunner(path, precision="f32" if forced else None)
+        runner = OpenVinoRunner(path, precision="f32" if forced else None)
         name = runner.describe() + (" forced" if forced else " default")
     got = runner(features)
-    seconds = runtimes.median_seconds(lambda: runner(_row(features, 0)), repeats=repeats)
+    seconds = median_seconds(lambda: runner(_row(features, 0)), repeats=repeats)
     return got, features, seconds, name
 
 
@@ -360,7 +364,7 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=Non
     want = {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in want.items()}
     accuracy, _ = _quality(spec, want, want, labels)
     _, one = next(predict_batches(_row(features, 0), 1, model.preprocessor.sequence_length))
-    seconds = runtimes.median_seconds(
+    seconds = median_seconds(
         lambda: keras.tree.map_structure(keras.ops.convert_to_numpy, forward(model, one)),
         repeats=repeats,
     )
@@ -407,3 +411,20 @@ def report_table(rows):
         if row.get("tokenizer")
     ]
     return "\n".join([table, *notes])
+
+
+def median_seconds(function, repeats=5, warmup=1):
+    """Median wall-clock seconds of `function()` over `repeats` calls.
+
+    Example:
+    >>> median_seconds(lambda: sum(range(1000)), repeats=3) > 0
+    True
+    """
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))

@@ -13,10 +13,10 @@ CPU has AVX512_BF16 or AMX) by prediction agreement on held-out reviews.
 import os
 
 from kbert.export import agreement, checks
-from kbert.export.onnx import onnx as export_onnx
+from kbert.export.onnx.exporter import onnx as export_onnx
+from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.export.options import DEFAULT_MIN_AGREEMENT
 from kbert.export.record import OPENVINO_XML, build_record, write_with_record
-from kbert.export.runtimes import OpenVinoRunner
 from kbert.export.spec import export_spec, keras_outputs
 from kbert.export.verification_data import verification_data
 from kbert.utils.artifact_kinds import check_target

@@ -20,9 +20,14 @@ import keras
 from kbert.export import checks
 from kbert.export.on_tensorflow import export_on_tensorflow
 from kbert.export.record import build_record, write_with_record
-from kbert.export.runtimes import run_saved_model, run_saved_model_here
-from kbert.export.spec import export_spec, forward, keras_outputs, token_input_shape
-from kbert.export.text_graph import text_features
+from kbert.export.saved_model.runner import run_saved_model, run_saved_model_here
+from kbert.export.spec import (
+    export_spec,
+    forward,
+    keras_outputs,
+    text_features,
+    token_input_shape,
+)
 from kbert.export.verification_data import texts_to_features, verification_data
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
@@ -95,7 +100,7 @@ def saved_model(model, path, text_pairs=None, source=None, overwrite=False):
     if keras.backend.backend() != "tensorflow":
         return export_on_tensorflow(
             model,
-            "kbert.export.saved_model:saved_model",
+            "kbert.export.saved_model.exporter:saved_model",
             path,
             # The child has run it in a fresh TensorFlow-only process already.
             cross_check=lambda artifact: verify_saved_model(
