@@ -11,7 +11,6 @@ The artifact is renamed into place only after both pass. Exporters call
 this module; it imports none of them.
 """
 
-import importlib
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ import sys
 import keras
 
 from kbert.export.checks import ExportVerificationError
+from kbert.export.formats import load
 from kbert.export.model_source import register_kbert_classes
 from kbert.utils.atomic import atomic_directory, atomic_file
 from kbert.utils.child_process import run_child
@@ -80,17 +80,6 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
     return export_record
 
 
-def resolve_exporter(import_path):
-    """The function at `"module:function"`.
-
-    Example:
-    >>> resolve_exporter("kbert.export.onnx.exporter:onnx") is kbert.export.onnx
-    True
-    """
-    module, _, name = import_path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def _child_error(stderr):
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
     error = ExportVerificationError if "ExportVerificationError" in last else RuntimeError
@@ -102,7 +91,7 @@ def _main(job_path):
         job = json.load(file)
     register_kbert_classes()
     model = keras.saving.load_model(job["keras_file"], compile=False)
-    export_record = resolve_exporter(job["exporter"])(model, job["path"], **job["options"])
+    export_record = load(job["exporter"])(model, job["path"], **job["options"])
     export_record["backend"] = f"tensorflow (exported from {job['from_backend']})"
     with open(job["record"], "w", encoding="utf-8") as file:
         json.dump(export_record, file)

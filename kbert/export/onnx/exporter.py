@@ -20,6 +20,7 @@ import keras
 import numpy as np
 
 from kbert.export import checks
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET
 from kbert.export.onnx.axes import BATCH, POSITIONS, SEQUENCE, name_axes
 from kbert.export.onnx.quantization import (
     QUANTIZATIONS,
@@ -27,7 +28,6 @@ from kbert.export.onnx.quantization import (
     quantize_and_verify,
 )
 from kbert.export.onnx.runner import OnnxRunner
-from kbert.export.options import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET
 from kbert.export.record import build_record, write_with_record
 from kbert.export.spec import export_spec, forward, keras_outputs
 from kbert.export.verification_data import verification_data
@@ -355,3 +355,10 @@ def verify_onnx(model, spec, path, data):
         "tolerance": checks.FLOAT_TOLERANCE,
         "max_abs_diff": diffs,
     }
+
+
+def keras_onnx(model, path, opset_version=None, **kwargs):
+    """Keras' `model.export(path, format="onnx")`: its `opset_version` is `opset`."""
+    if opset_version is not None:
+        kwargs["opset"] = opset_version
+    return onnx(model, path, **kwargs)

@@ -20,7 +20,12 @@ import keras
 from kbert.export import checks
 from kbert.export.on_tensorflow import export_on_tensorflow
 from kbert.export.record import build_record, write_with_record
-from kbert.export.saved_model.runner import run_saved_model, run_saved_model_here
+from kbert.export.saved_model.runner import (
+    TEXT_SIGNATURE,
+    TOKEN_SIGNATURE,
+    run_saved_model,
+    run_saved_model_here,
+)
 from kbert.export.spec import (
     export_spec,
     forward,
@@ -31,9 +36,6 @@ from kbert.export.spec import (
 from kbert.export.verification_data import texts_to_features, verification_data
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
-
-TEXT_SIGNATURE = "serving_default"
-TOKEN_SIGNATURE = "serve_token_ids"
 
 # tensorflow-text ops in the tensorflow-text 2.12 that TF Serving 2.14-2.19
 # link (read from the tensorflow_text-2.12.1 wheel); TF Serving 2.20 links 2.20.

@@ -14,6 +14,9 @@ from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import utf8_bytes
 
 SERVING_SCRIPT = os.path.join(os.path.dirname(__file__), "serving_process.py")
+# The SavedModel's signatures: strings in, and token ids in.
+TEXT_SIGNATURE = "serving_default"
+TOKEN_SIGNATURE = "serve_token_ids"
 
 
 def run_saved_model(directory, runs, repeats=0):
@@ -94,3 +97,17 @@ def run_saved_model_here(directory, runs):
         result = loaded.signatures[signature](**tensors)
         outputs.append({name: value.numpy() for name, value in result.items()})
     return outputs
+
+
+class SavedModelRunner:
+    """One signature of a SavedModel (default: token ids in), run as TF Serving
+    runs it: each call loads it in a fresh TensorFlow-only process.
+    """
+
+    def __init__(self, directory, signature=TOKEN_SIGNATURE):
+        self.directory = os.fspath(directory)
+        self.signature = signature
+
+    def __call__(self, feeds):
+        outputs, _, _ = run_saved_model(self.directory, [(self.signature, feeds)])
+        return outputs[0]

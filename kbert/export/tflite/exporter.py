@@ -26,9 +26,9 @@ before it is kept.
 import keras
 import numpy as np
 
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT, FLAVOURS
+from kbert.export.formats import TFLITE_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.on_tensorflow import export_on_tensorflow
-from kbert.export.options import DEFAULT_MIN_AGREEMENT, FLAVOURS
-from kbert.export.options import TFLITE_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.record import build_record, write_with_record
 from kbert.export.spec import export_spec, forward, text_features
 from kbert.export.tflite import metadata as tflite_metadata
@@ -425,3 +425,12 @@ def _signature_name(tensor_name):
     name = tensor_name.split(":")[0]
     prefix = "serving_default_"
     return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def keras_litert(model, path, **kwargs):
+    """Keras' `model.export(path, format="litert")`: strings in when the model
+    has a preprocessor (flavour `"string"`), token ids otherwise."""
+    kwargs.setdefault(
+        "flavour", "string" if getattr(model, "preprocessor", None) else "token_ids"
+    )
+    return tflite(model, path, **kwargs)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from kbert.export import checks
-from kbert.export.options import DEFAULT_MIN_AGREEMENT
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.spec import keras_outputs
 from kbert.export.tflite.agreement import tflite_agreement
 from kbert.export.tflite.flatbuffer import associated_files
