@@ -14,7 +14,10 @@ import dataclasses
 import keras
 import numpy as np
 
-TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+from kbert.models.backbone import INPUT_NAMES
+
+# The backbone's token inputs, in order (one home: `kbert.models.backbone`).
+TOKEN_INPUTS = INPUT_NAMES
 
 
 @dataclasses.dataclass(frozen=True)
