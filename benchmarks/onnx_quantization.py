@@ -4,7 +4,7 @@ The model is the demo's: all-MiniLM-L6-v2 fine-tuned on Rotten Tomatoes as
 `examples/demo.py` does (its recipe, one epoch on JAX; the preset is cached
 in the work directory). It is exported to float32 ONNX (`kbert.export.onnx`
 on `--backend`), then quantized with each recipe of
-`kbert.export.onnx_quantization.QuantizationRecipe` below (every field is an
+`kbert.export.onnx.quantization.QuantizationRecipe` below (every field is an
 `onnxruntime.quantization` option; calibration and outlier channels use 256
 Rotten Tomatoes training reviews). Each file classifies the 1,281 held-out
 test reviews:
@@ -35,7 +35,7 @@ BATCH = 32
 
 
 def recipes():
-    from kbert.export.onnx_quantization import RECIPES, QuantizationRecipe
+    from kbert.export.onnx.quantization import RECIPES, QuantizationRecipe
 
     plain = dict(outlier_ratio=None, float_head=False)
     return [
@@ -139,7 +139,7 @@ def measure(workdir, backend, rounds, other_backends):
     from kbert.data import rotten_tomatoes_split
     from kbert.export.agreement import length_batches
     from kbert.export.model_source import load_model
-    from kbert.export.onnx_quantization import calibration_feeds, quantize_onnx
+    from kbert.export.onnx.quantization import calibration_feeds, quantize_onnx
     from kbert.export.spec import export_spec
 
     preset = os.path.join(workdir, "classifier")

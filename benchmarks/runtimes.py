@@ -172,7 +172,9 @@ def systems(workdir, model):
     import numpy as np
     import tensorflow as tf
 
-    from kbert.export.runtimes import OnnxRunner, OpenVinoRunner, TFLiteRunner
+    from kbert.export.onnx.runner import OnnxRunner
+    from kbert.export.openvino.runner import OpenVinoRunner
+    from kbert.export.tflite.runner import TFLiteRunner
 
     preset = os.path.join(workdir, "classifier")
     paths = artifact_paths(workdir)

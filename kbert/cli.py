@@ -8,7 +8,7 @@ Rule: declarations stay light. `kbert --help` imports every module that
 defines an `add_*_command`, so such a module imports at its top only plain
 Python (and NumPy): no Keras, TensorFlow, JAX or torch, nor a kbert module that
 loads them. Choices and defaults come from light modules (`kbert.models.
-task_names()`, `kbert.export.options`, `kbert.pretraining.config`); the
+task_names()`, `kbert.export.formats`, `kbert.pretraining.config`); the
 handler imports the work inside its body, under a `# lazy: keep --help fast`
 comment line. Help shows every option's default (no need to
 write it in the help text). tests/test_cli.py checks all of this for every

@@ -365,7 +365,7 @@ def test_exporter_verification_refuses_out_of_range_ids(tmp_path):
 
 
 def test_onnx_calibration_texts_are_checked(models):
-    from kbert.export.onnx_quantization import calibration_feeds
+    from kbert.export.onnx.quantization import calibration_feeds
     from kbert.export.spec import export_spec
 
     model = models[0]["classifier"]

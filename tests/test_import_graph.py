@@ -179,3 +179,39 @@ def _marked(lines, line, comment):
     while above >= 0 and re.match(r"\s+(import|from) ", lines[above]):
         above -= 1
     return comment in lines[line - 1] or comment in lines[above]
+
+
+# kbert/export: the steps every format shares sit directly in the package;
+# each format has its folder. The shared steps reach a format only through
+# the table of exporters (`kbert.export.formats`, import paths), so they
+# import no format folder, and there are at most 12 of them.
+EXPORT_FORMATS = ("saved_model", "tflite", "onnx", "openvino")
+MAX_SHARED_EXPORT_MODULES = 12
+
+
+def _export_folder(module):
+    parts = module.split(".")
+    if parts[:2] == ["kbert", "export"] and len(parts) > 2 and parts[2] in EXPORT_FORMATS:
+        return parts[2]
+    return None
+
+
+@once
+def test_export_shared_steps_import_no_format_folder():
+    shared = [
+        name
+        for name in MODULES
+        if name.startswith("kbert.export") and _export_folder(name) is None
+    ]
+    assert len(shared) <= MAX_SHARED_EXPORT_MODULES, sorted(shared)
+    for folder in EXPORT_FORMATS:
+        assert f"kbert.export.{folder}.exporter" in MODULES
+        assert f"kbert.export.{folder}.runner" in MODULES
+    graph = _graph()
+    upward = [
+        f"{name} imports {target}"
+        for name in shared
+        for target in graph[name]
+        if _export_folder(target)
+    ]
+    assert not upward, "\n".join(upward)

@@ -8,6 +8,9 @@ export leaves nothing at the target path.
 `onnx(model, path, quantization=...)` and `openvino(model, path)` each
 return the artifact's export record. A quantized artifact is also checked
 by prediction agreement on held-out reviews (`kbert.export.agreement`).
+Each format lives in its folder (`kbert/export/<format>/`: exporter,
+runner, helpers) and has one row in `kbert.export.formats.EXPORTERS`, the
+table the command line, the records and `kbert verify` read.
 
 Example (`onnx_file` was written by `kbert.export.onnx(classifier, path)`):
 >>> from kbert.export.record import read_record
@@ -16,18 +19,14 @@ Example (`onnx_file` was written by `kbert.export.onnx(classifier, path)`):
 (['logits', 'probabilities'], 'onnxruntime ... (CPU)')
 """
 
+from kbert.export.formats import EXPORTERS
 from kbert.utils.lazy import lazy_package
 
-__all__ = ["ExportVerificationError", "onnx", "openvino", "saved_model", "tflite"]
+__all__ = sorted(["ExportVerificationError", *(exporter.name for exporter in EXPORTERS)])
 
-# Imported on first use: `kbert export --help` loads no exporter.
-lazy_package(
-    __name__,
-    {
-        "kbert.export.checks": ["ExportVerificationError"],
-        "kbert.export.onnx": ["onnx"],
-        "kbert.export.openvino": ["openvino"],
-        "kbert.export.saved_model": ["saved_model"],
-        "kbert.export.tflite": ["tflite"],
-    },
-)
+# Imported on first use: `kbert export --help` loads no exporter. Each
+# format's function `kbert.export.<name>` is its row's `export`.
+_homes = {"kbert.export.checks": ["ExportVerificationError"]}
+for _exporter in EXPORTERS:
+    _homes.setdefault(_exporter.export.partition(":")[0], []).append(_exporter.name)
+lazy_package(__name__, _homes)

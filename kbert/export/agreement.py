@@ -156,7 +156,7 @@ def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE, cut=Tru
     `used`.
 
     Example:
-    >>> from kbert.export.runtimes import OnnxRunner
+    >>> from kbert.export.onnx.runner import OnnxRunner
     >>> runner = OnnxRunner(onnx_file)
     >>> features, _ = agreement_features(classifier, spec, 40)
     >>> value, kind, diffs = measure_agreement(
@@ -212,7 +212,7 @@ def verify_agreement(model, spec, run, min_agreement, context, runtime=None, cou
     `agreement` entry.
 
     Example:
-    >>> from kbert.export.runtimes import OnnxRunner
+    >>> from kbert.export.onnx.runner import OnnxRunner
     >>> runner = OnnxRunner(onnx_file)
     >>> def run(batch, rows):
     ...     return runner(batch), batch

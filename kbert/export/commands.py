@@ -11,11 +11,14 @@ Example:
 
 import json
 
-from kbert.export.options import (
+from kbert.export.formats import (
+    ALL_FLAVOURS,
+    ALL_QUANTIZATIONS,
     DEFAULT_MIN_AGREEMENT,
     DEFAULT_OPSET,
-    FLAVOURS,
-    ONNX_QUANTIZATIONS,
+    NAMES,
+    exporter_named,
+    load,
 )
 from kbert.utils.artifact_kinds import add_overwrite_argument, check_target
 from kbert.utils.labelled_files import read_examples
@@ -40,19 +43,17 @@ def add_export_command(subparsers):
         "written at OUTPUT unless the outputs agree.",
     )
     parser.add_argument("model")
-    parser.add_argument(
-        "--format", required=True, choices=("saved_model", "tflite", "onnx", "openvino")
-    )
+    parser.add_argument("--format", required=True, choices=NAMES)
     parser.add_argument("-o", "--output", required=True, help="artifact path to write")
     parser.add_argument(
         "--flavour",
-        choices=FLAVOURS,
+        choices=ALL_FLAVOURS,
         default="token_ids",
         help="TFLite flavour",
     )
     parser.add_argument(
         "--quantization",
-        choices=[q for q in ONNX_QUANTIZATIONS if q],
+        choices=ALL_QUANTIZATIONS,
         help="TFLite or ONNX quantization (default: none, float32); dynamic_int8 is "
         "the one that keeps the predictions",
     )
@@ -98,58 +99,14 @@ def export_command(args):
     check_target(args.output, args.format, args.overwrite)
     # lazy: keep --help fast
     from kbert.export.model_source import load_model
-    from kbert.export.onnx import onnx
-    from kbert.export.openvino import openvino
-    from kbert.export.saved_model import saved_model
-    from kbert.export.tflite import tflite
 
+    exporter = exporter_named(args.format)
     model = load_model(args.model)
-    text_pairs = True if args.text_pairs else None
-    if args.format == "saved_model":
-        record = saved_model(
-            model,
-            args.output,
-            text_pairs=text_pairs,
-            source=args.model,
-            overwrite=args.overwrite,
-        )
-    elif args.format == "openvino":
-        record = openvino(
-            model,
-            args.output,
-            source=args.model,
-            min_agreement=args.min_agreement,
-            overwrite=args.overwrite,
-        )
-    elif args.format == "onnx":
-        record = onnx(
-            model,
-            args.output,
-            opset=args.opset,
-            source=args.model,
-            quantization=args.quantization,
-            min_agreement=args.min_agreement,
-            overwrite=args.overwrite,
-        )
-    else:
-        batch_size = args.batch_size
-        if batch_size == "dynamic":
-            batch_size = None
-        elif batch_size != "auto":
-            batch_size = int(batch_size)
-        record = tflite(
-            model,
-            args.output,
-            flavour=args.flavour,
-            quantization=args.quantization,
-            sequence_length=args.sequence_length,
-            batch_size=batch_size,
-            text_pairs=text_pairs,
-            source=args.model,
-            tolerance=args.tolerance,
-            min_agreement=args.min_agreement,
-            overwrite=args.overwrite,
-        )
+    # The flags this format's export function takes (its row's `options`).
+    options = {name: _option_value(args, name) for name in exporter.options}
+    record = load(exporter.export)(
+        model, args.output, source=args.model, overwrite=args.overwrite, **options
+    )
     print(f"Wrote {args.output} ({record['format']}, {record['task']})")
     print("Verified: " + json.dumps(record["verification"], indent=2))
     if "quantized" in record:
@@ -159,6 +116,22 @@ def export_command(args):
             "Against the original backend: " + json.dumps(record["cross_backend"], indent=2)
         )
     return 0
+
+
+def _option_value(args, name):
+    """The exporter's keyword argument `name` from the parsed flags.
+
+    Example:
+    >>> import argparse
+    >>> _option_value(argparse.Namespace(batch_size="dynamic"), "batch_size") is None
+    True
+    """
+    value = getattr(args, name)
+    if name == "text_pairs":
+        return True if value else None
+    if name == "batch_size" and value not in ("auto", None):
+        return None if value == "dynamic" else int(value)
+    return value
 
 
 def add_verify_command(subparsers):

@@ -7,6 +7,7 @@ import keras
 from kbert.models import model_classes
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.presets.formats import load_checkpoint
+from kbert.sources import resolve_source
 
 
 def register_kbert_classes():
@@ -42,4 +43,6 @@ def load_model(source, **overrides):
             raise ValueError(f"No such .keras file: {source}.")
         register_kbert_classes()
         return keras.saving.load_model(source)
-    return load_checkpoint(source, **overrides)
+    # Resolved once (a registered name or hf:// handle to its local directory):
+    # what loads it below reads that directory.
+    return load_checkpoint(resolve_source(source), **overrides)

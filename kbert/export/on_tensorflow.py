@@ -11,7 +11,6 @@ The artifact is renamed into place only after both pass. Exporters call
 this module; it imports none of them.
 """
 
-import importlib
 import json
 import os
 import sys
@@ -19,6 +18,7 @@ import sys
 import keras
 
 from kbert.export.checks import ExportVerificationError
+from kbert.export.formats import load
 from kbert.export.model_source import register_kbert_classes
 from kbert.utils.atomic import atomic_directory, atomic_file
 from kbert.utils.child_process import run_child
@@ -30,7 +30,8 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
 
     Args:
         model: the model, on this process's backend.
-        exporter: `"module:function"`, e.g. `"kbert.export.saved_model:saved_model"`,
+        exporter: `"module:function"`, e.g.
+            `"kbert.export.saved_model.exporter:saved_model"`,
             called as `function(model, path, **options)`.
         path: where the artifact appears (a directory if `directory`).
         cross_check: `cross_check(artifact_path)` checks the artifact against
@@ -43,7 +44,7 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
     Example:
     >>> # On JAX or torch, kbert.export.saved_model and .tflite call this for you:
     >>> record = export_on_tensorflow(  # doctest: +SKIP
-    ...     classifier, "kbert.export.saved_model:saved_model", "out/classifier/1",
+    ...     classifier, "kbert.export.saved_model.exporter:saved_model", "out/classifier/1",
     ...     cross_check=lambda path: verify_saved_model(classifier, spec, path, False),
     ...     directory=True)
     """
@@ -79,17 +80,6 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
     return export_record
 
 
-def resolve_exporter(import_path):
-    """The function at `"module:function"`.
-
-    Example:
-    >>> resolve_exporter("kbert.export.onnx:onnx") is kbert.export.onnx
-    True
-    """
-    module, _, name = import_path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def _child_error(stderr):
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
     error = ExportVerificationError if "ExportVerificationError" in last else RuntimeError
@@ -101,7 +91,7 @@ def _main(job_path):
         job = json.load(file)
     register_kbert_classes()
     model = keras.saving.load_model(job["keras_file"], compile=False)
-    export_record = resolve_exporter(job["exporter"])(model, job["path"], **job["options"])
+    export_record = load(job["exporter"])(model, job["path"], **job["options"])
     export_record["backend"] = f"tensorflow (exported from {job['from_backend']})"
     with open(job["record"], "w", encoding="utf-8") as file:
         json.dump(export_record, file)

@@ -3,7 +3,8 @@
 Each exporter builds a small JSON record (`build_record`: task, inputs,
 outputs, source model, the verification it passed, format details) and
 stores it where its format keeps extra data (`write_with_record`), so that
-`kbert verify ARTIFACT` knows how to run it:
+`kbert verify ARTIFACT` knows how to run it. Where that is, is the format's
+row of `kbert.export.formats.EXPORTERS`:
 
 - SavedModel: `assets.extra/kbert_export.json` (TF Serving ignores that
   directory; it is where its warm-up requests live too);
@@ -18,16 +19,12 @@ import os
 import keras
 
 from kbert.export.checks import check_close
-from kbert.export.runtimes import OnnxRunner, TFLiteRunner
-from kbert.export.tflite_flatbuffer import metadata_entries, with_metadata
-
-RECORD_NAME = "kbert_export"
-OPENVINO_XML = "openvino_model.xml"
-SAVED_MODEL_RECORD = os.path.join("assets.extra", RECORD_NAME + ".json")
-FORMATS = ("saved_model", "tflite", "onnx", "openvino")
-# Directory artifacts keep their record as a JSON file inside.
-RECORD_FILES = {"saved_model": SAVED_MODEL_RECORD, "openvino": RECORD_NAME + ".json"}
-RUNNERS = {"tflite": TFLiteRunner, "onnx": OnnxRunner}
+from kbert.export.formats import (
+    EXPORTERS,
+    RECORD_NAME,
+    exporter_named,
+    load,
+)
 
 
 def artifact_format(path):
@@ -39,19 +36,22 @@ def artifact_format(path):
     """
     path = os.fspath(path)
     if os.path.isdir(path):
-        if os.path.isfile(os.path.join(path, "saved_model.pb")):
-            return "saved_model"
-        if os.path.isfile(os.path.join(path, OPENVINO_XML)):
-            return "openvino"
-        raise ValueError(f"{path} is a directory without saved_model.pb or {OPENVINO_XML}.")
-    if path.endswith(".tflite"):
-        return "tflite"
-    if path.endswith(".onnx"):
-        return "onnx"
+        markers = [exporter.marker for exporter in EXPORTERS if exporter.marker]
+        for exporter in EXPORTERS:
+            if exporter.marker and os.path.isfile(os.path.join(path, exporter.marker)):
+                return exporter.name
+        raise ValueError(f"{path} is a directory without {' or '.join(markers)}.")
+    for exporter in EXPORTERS:
+        if exporter.suffix and path.endswith(exporter.suffix):
+            return exporter.name
     raise ValueError(
         f"{path}: not an export artifact (a SavedModel directory, a .tflite or "
         "an .onnx file)."
     )
+
+
+def _record_file(directory, exporter):
+    return os.path.join(directory, *exporter.record_file.split("/"))
 
 
 def build_record(kind, model, spec, source, verification, **details):
@@ -81,8 +81,9 @@ def build_record(kind, model, spec, source, verification, **details):
 def write_with_record(path, kind, export_record, probe=None):
     """Stores `export_record` in the verified artifact at `path`.
 
-    A TFLite or ONNX file is rewritten: it is run on `probe` (a dict of
-    inputs) before and after, and its outputs must not change.
+    A file artifact (TFLite, ONNX) is rewritten: it is run on `probe` (a dict
+    of inputs) before and after, on its format's runner, and its outputs must
+    not change.
 
     Example:
     >>> import shutil
@@ -92,36 +93,23 @@ def write_with_record(path, kind, export_record, probe=None):
     >>> read_record("c.onnx")["verification"]
     {'note': 're-measured'}
     """
-    if kind in RECORD_FILES:
-        file = os.path.join(path, RECORD_FILES[kind])
+    exporter = exporter_named(kind)
+    if exporter.record_file:
+        file = _record_file(path, exporter)
         os.makedirs(os.path.dirname(file), exist_ok=True)
         with open(file, "w", encoding="utf-8") as handle:
             json.dump(export_record, handle, indent=2, sort_keys=True)
         return
-    before = RUNNERS[kind](path)(probe)
+    runner = load(exporter.runner)
+    before = runner(path)(probe)
     with open(path, "rb") as handle:
         data = handle.read()
     text = json.dumps(export_record, sort_keys=True)
-    if kind == "tflite":
-        data = with_metadata(data, RECORD_NAME, text.encode("utf-8"))
-    else:
-        data = _onnx_with_metadata(data, RECORD_NAME, text)
+    data = load(exporter.embed_record)(data, RECORD_NAME, text)
     with open(path, "wb") as handle:
         handle.write(data)
-    after = RUNNERS[kind](path)(probe)
+    after = runner(path)(probe)
     check_close(after, before, 0.0, f"The {kind} artifact after adding its export record")
-
-
-def _onnx_with_metadata(data, key, value):
-    import onnx  # lazy: a heavy optional library, only for ONNX artifacts
-
-    proto = onnx.load_from_string(data)
-    entries = [p for p in proto.metadata_props if p.key != key]
-    del proto.metadata_props[:]
-    proto.metadata_props.extend(entries)
-    entry = proto.metadata_props.add()
-    entry.key, entry.value = key, value
-    return proto.SerializeToString()
 
 
 def read_record(path):
@@ -131,22 +119,12 @@ def read_record(path):
     >>> read_record(onnx_file)["task"], read_record(tflite_file)["flavour"]
     ('classifier', 'token_ids')
     """
-    kind = artifact_format(path)
-    if kind in RECORD_FILES:
-        file = os.path.join(path, RECORD_FILES[kind])
+    exporter = exporter_named(artifact_format(path))
+    if exporter.record_file:
+        file = _record_file(path, exporter)
         if not os.path.isfile(file):
             return {}
         with open(file, encoding="utf-8") as handle:
             return json.load(handle)
-    if kind == "tflite":
-        with open(path, "rb") as handle:
-            entries = metadata_entries(handle.read())
-        data = entries.get(RECORD_NAME)
-        return json.loads(data.decode("utf-8")) if data else {}
-    import onnx  # lazy: a heavy optional library, only for ONNX artifacts
-
-    model = onnx.load(path, load_external_data=False)
-    for prop in model.metadata_props:
-        if prop.key == RECORD_NAME:
-            return json.loads(prop.value)
-    return {}
+    text = load(exporter.read_embedded)(path, RECORD_NAME)
+    return json.loads(text) if text else {}

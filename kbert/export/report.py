@@ -10,32 +10,22 @@ classifier accuracy when the user passes labelled data (`labelled`, e.g.
 latency. A Keras row gives the float32 baseline. Below the table, each
 artifact that tokenizes on its own (TFLite `"string"`, MediaPipe) gets a line
 on how its tokenizer reads accented and mobile-style text
-(`kbert.export.tokenizer_divergence`).
+(`kbert.export.tflite.tokenizer_divergence`).
 """
 
 import importlib.util
 import os
+import time
 
 import keras
 import numpy as np
 
 from kbert.export import record as records
-from kbert.export import runtimes
+from kbert.export.formats import exporter_named, load
 from kbert.export.model_source import load_model
-from kbert.export.saved_model import TEXT_SIGNATURE, TOKEN_SIGNATURE
 from kbert.export.spec import export_spec, forward, keras_outputs
-from kbert.export.tflite_inputs import (
-    MEDIAPIPE_INPUTS,
-    MEDIAPIPE_OUTPUTS,
-    deployment_preprocessor,
-    run_rows,
-    run_tokens,
-    tflite_preprocessor,
-)
-from kbert.export.tokenizer_divergence import describe, tokenizer_divergence
 from kbert.export.verification_data import (
     checked_features,
-    texts_to_features,
     token_features,
     verification_inputs,
 )
@@ -153,60 +143,14 @@ def evaluation_data(model, spec, num_examples, labelled=None, where="labelled da
     return texts, features, labels
 
 
-def _row(rows, index):
-    return {name: np.asarray(value)[index : index + 1] for name, value in rows.items()}
+def first_row(rows):
+    """The first example of a dict of batched inputs, as a batch of one.
 
-
-def _run_saved_model(path, record, texts, features, repeats):
-    if record.get("text_signature", True):
-        signature, feeds = (
-            TEXT_SIGNATURE,
-            {k: np.array(v, object) for k, v in texts.items()},
-        )
-    else:
-        signature, feeds = TOKEN_SIGNATURE, features
-    runs = [(signature, feeds), (signature, _row(feeds, 0))]
-    outputs, seconds, _ = runtimes.run_saved_model(path, runs, repeats=[0, repeats])
-    return (
-        outputs[0],
-        features,
-        seconds[1],
-        "TensorFlow (TF Serving's loader, fresh process)",
-    )
-
-
-def _run_tflite(path, record, model, spec, texts, features, repeats):
-    flavour = record.get("flavour", "token_ids")
-    if flavour == "mediapipe" and spec.task == "classifier":
-        classifier = runtimes.MediaPipeClassifierRunner(path)
-        try:
-            got, _ = classifier(texts["text"])
-            seconds = runtimes.median_seconds(
-                lambda: classifier([texts["text"][0]]), repeats=repeats
-            )
-        finally:
-            classifier.close()
-        return got, features, seconds, "MediaPipe TextClassifier"
-    runner = runtimes.TFLiteRunner(path)
-    runtime = "ai_edge_litert" + (" + tf-text ops" if runner.custom_ops else "")
-    if flavour == "string":
-        preprocessor = tflite_preprocessor(
-            model.preprocessor, record.get("sequence_length")
-        )
-        features, _ = texts_to_features(preprocessor, spec, texts)
-        feeds = {k: np.array(v, object) for k, v in texts.items()}
-        got = run_rows(runner, feeds)
-        seconds = runtimes.median_seconds(lambda: runner(_row(feeds, 0)), repeats=repeats)
-        return got, features, seconds, runtime
-    got, used = run_tokens(runner, flavour, features)
-    one = {k: v for k, v in _row(used, 0).items()}
-    if flavour == "mediapipe":
-        one = {name: one[source] for name, source in MEDIAPIPE_INPUTS.items()}
-    seconds = runtimes.median_seconds(lambda: runner(one), repeats=repeats)
-    return got, used, seconds, runtime
-
-
-ONNX_RUNTIMES = ("onnxruntime", "openvino", "openvino_f32")
+    Example:
+    >>> first_row({"token_ids": np.arange(6).reshape(3, 2)})
+    {'token_ids': array([[0, 1]])}
+    """
+    return {name: np.asarray(value)[:1] for name, value in rows.items()}
 
 
 def artifact_runtimes(path, installed=True):
@@ -223,26 +167,14 @@ def artifact_runtimes(path, installed=True):
     >>> artifact_runtimes(tflite_file)
     ('default',)
     """
-    kind = records.artifact_format(path)
-    if kind == "onnx":
-        if installed and importlib.util.find_spec("openvino") is None:
-            return ONNX_RUNTIMES[:1]
-        return ONNX_RUNTIMES
-    if kind == "openvino":
-        return ONNX_RUNTIMES[1:]
-    return ("default",)
-
-
-def _run_onnx(path, features, repeats, runtime):
-    if runtime == "onnxruntime":
-        runner, name = runtimes.OnnxRunner(path), "onnxruntime (CPU)"
-    else:
-        forced = runtime == "openvino_f32"
-        runner = runtimes.OpenVinoRunner(path, precision="f32" if forced else None)
-        name = runner.describe() + (" forced" if forced else " default")
-    got = runner(features)
-    seconds = runtimes.median_seconds(lambda: runner(_row(features, 0)), repeats=repeats)
-    return got, features, seconds, name
+    exporter = exporter_named(records.artifact_format(path))
+    return tuple(
+        runtime
+        for runtime in exporter.runtimes
+        if not installed
+        or runtime not in exporter.optional_runtimes
+        or importlib.util.find_spec(exporter.optional_runtimes[runtime]) is not None
+    )
 
 
 def _quality(spec, got, want, labels):
@@ -301,47 +233,27 @@ def artifact_row(
         raise ValueError("kbert verify runs real text: the model needs a preprocessor.")
     spec = export_spec(model, record.get("text_pairs"))
     texts, features, labels = evaluation_data(model, spec, num_examples, labelled)
-    if kind == "saved_model":
-        got, used, seconds, runtime = _run_saved_model(
-            artifact, record, texts, features, repeats
-        )
-    elif kind == "tflite":
-        got, used, seconds, runtime = _run_tflite(
-            artifact, record, model, spec, texts, features, repeats
-        )
-    elif kind == "openvino":
-        xml = os.path.join(artifact, records.OPENVINO_XML)
-        got, used, seconds, runtime = _run_onnx(xml, features, repeats, runtime)
-    else:
-        got, used, seconds, runtime = _run_onnx(artifact, features, repeats, runtime)
+    measured = load(exporter_named(kind).measure)(
+        artifact, record, model, spec, texts, features, repeats, runtime
+    )
+    got, used = measured["outputs"], measured["features"]
     want = keras_outputs(model, used)
-    got = {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in got.items()}
     compared = [k for k in want if k in got]
     diff = max(float(np.max(np.abs(got[k] - want[k]))) for k in compared)
     accuracy, agreement = _quality(spec, got, want, labels)
-    description = kind
-    if kind == "tflite":
-        description += f" {record.get('flavour')} {record.get('quantization') or 'float32'}"
-    elif kind == "onnx" and record.get("quantization"):
-        description += f" {record['quantization']}"
     row = {
         "artifact": _artifact_name(artifact),
-        "format": description,
+        "format": measured["format"],
         "size MB": artifact_size(artifact) / 1e6,
-        "runtime": runtime,
+        "runtime": measured["runtime"],
         "max |diff|": diff,
         "accuracy": accuracy,
         "agreement": agreement,
-        "latency ms": seconds * 1e3,
+        "latency ms": measured["seconds"] * 1e3,
     }
-    if kind == "tflite" and record.get("flavour") in ("string", "mediapipe"):
-        deployment, name = deployment_preprocessor(
-            model.preprocessor, record["flavour"], record.get("sequence_length")
-        )
-        divergence = tokenizer_divergence(
-            model.preprocessor.tokenizer, deployment.tokenizer, name
-        )
-        row["tokenizer"] = describe(divergence)
+    if measured.get("tokenizer"):
+        # Artifacts that tokenize on their own: how they read accented/mobile text.
+        row["tokenizer"] = measured["tokenizer"]
     return row
 
 
@@ -359,8 +271,10 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=Non
     want = model.export_outputs(model.predict_features(features))
     want = {k: np.asarray(keras.ops.convert_to_numpy(v)) for k, v in want.items()}
     accuracy, _ = _quality(spec, want, want, labels)
-    _, one = next(predict_batches(_row(features, 0), 1, model.preprocessor.sequence_length))
-    seconds = runtimes.median_seconds(
+    _, one = next(
+        predict_batches(first_row(features), 1, model.preprocessor.sequence_length)
+    )
+    seconds = median_seconds(
         lambda: keras.tree.map_structure(keras.ops.convert_to_numpy, forward(model, one)),
         repeats=repeats,
     )
@@ -407,3 +321,20 @@ def report_table(rows):
         if row.get("tokenizer")
     ]
     return "\n".join([table, *notes])
+
+
+def median_seconds(function, repeats=5, warmup=1):
+    """Median wall-clock seconds of `function()` over `repeats` calls.
+
+    Example:
+    >>> median_seconds(lambda: sum(range(1000)), repeats=3) > 0
+    True
+    """
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))

@@ -21,8 +21,7 @@ import functools
 import numpy as np
 
 from kbert.data import rotten_tomatoes_split
-from kbert.export.spec import TOKEN_INPUTS
-from kbert.export.text_graph import text_features
+from kbert.export.spec import TOKEN_INPUTS, text_features
 from kbert.models.id_ranges import check_id_ranges
 
 # The first 16 held-out reviews of `rotten_tomatoes_split(seed=0)`.

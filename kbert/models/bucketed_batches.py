@@ -12,6 +12,7 @@ import keras
 import numpy as np
 
 from kbert.models import length_batching
+from kbert.models.backbone import INPUT_NAMES
 
 
 class BucketedBatches(keras.utils.PyDataset):
@@ -50,7 +51,7 @@ class BucketedBatches(keras.utils.PyDataset):
         shuffle,
         coarse=False,
         label_axis=None,
-        sequence_names=("token_ids", "segment_ids", "padding_mask"),
+        sequence_names=INPUT_NAMES,
     ):
         super().__init__()
         self.features, self.y, self.sample_weight = features, y, sample_weight

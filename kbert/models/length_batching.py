@@ -33,12 +33,13 @@ Only numpy here: the model calls live in `kbert.models.task`.
 
 import numpy as np
 
+from kbert.models.backbone import INPUT_NAMES
+
 BUCKET_LENGTHS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 COARSE_BUCKET_LENGTHS = (16, 32, 64, 128, 256, 512)
 DEFAULT_BATCH_SIZE = 32
 # Hugging Face's `LengthGroupedSampler` default: 50 batches per mega-batch.
 MEGABATCH_BATCHES = 50
-TOKEN_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def bucket_lengths(sequence_length, coarse=False):
@@ -142,7 +143,7 @@ def predict_batches(features, batch_size, sequence_length):
     [([1, 0], (2, 16)), ([2], (1, 8))]
     """
     # Only the token inputs have a sequence axis (not e.g. `mask_positions`).
-    names = [name for name in TOKEN_INPUTS if name in features]
+    names = [name for name in INPUT_NAMES if name in features]
     lengths = token_lengths(features)
     order = np.argsort(-lengths, kind="stable")
     for start in range(0, len(order), batch_size):

@@ -9,7 +9,7 @@ The rule (one place, for every kbert model):
   passes a Keras `QuantizationConfig` or calibration texts: BERT's
   activations have outlier channels (a few hidden dimensions hundreds of
   times larger than the rest, the reason onnxruntime's static int8 flips
-  predictions, see `kbert.export.onnx_outliers`), and Keras' default
+  predictions, see `kbert.export.onnx.outliers`), and Keras' default
   per-token int8 activations round the other channels of those tokens to
   zero.
 - Float on purpose: LayerNorms (no quantized form in Keras), the position

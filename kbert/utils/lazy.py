@@ -31,14 +31,15 @@ class _LazyPackage(types.ModuleType):
         return value
 
     def __setattr__(self, name, value):
-        # Importing submodule `onnx` of a package that exports the function
-        # `onnx` from it would put the module in the function's place.
+        # Importing subpackage `onnx` of a package that exports the function
+        # `onnx` (from `onnx.exporter`) would put the subpackage in the
+        # function's place: the name stays lazy instead, read on first use.
         if (
             name in self.__dict__.get("_lazy_attributes", ())
             and isinstance(value, types.ModuleType)
             and value.__name__ == f"{self.__name__}.{name}"
         ):
-            value = getattr(value, name)
+            return
         super().__setattr__(name, value)
 
     def __dir__(self):

@@ -64,3 +64,17 @@ def string_list(values, name):
         value = checked_string(value, f"{name}[{index}]")
         result.append(value.decode("utf-8") if isinstance(value, bytes) else value)
     return result
+
+
+def utf8_bytes(value):
+    """`value` as an array; strings (`str` or object arrays) as UTF-8 bytes, the
+    way TensorFlow's and LiteRT's string tensors take them.
+
+    Example:
+    >>> utf8_bytes(["a fine film"]), utf8_bytes([1, 2]).dtype.kind
+    (array([b'a fine film'], dtype='|S11'), 'i')
+    """
+    value = np.asarray(value)
+    if value.dtype.kind in "UO":
+        return np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(value).astype("S")
+    return value

@@ -11,8 +11,8 @@ import pytest
 
 from kbert.export import ExportVerificationError, agreement
 from kbert.export.commands import add_export_command, add_verify_command
+from kbert.export.openvino.runner import OpenVinoRunner, openvino_version
 from kbert.export.record import read_record
-from kbert.export.runtimes import OpenVinoRunner, openvino_version
 from tests.export.export_helpers import features, keras_outputs, near_ties, tiny_model
 
 

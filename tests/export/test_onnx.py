@@ -11,9 +11,9 @@ import openvino
 import pytest
 
 import kbert.export
-from kbert.export.onnx_axes import axis_names
+from kbert.export.onnx.axes import axis_names
+from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.export.record import read_record
-from kbert.export.runtimes import OpenVinoRunner
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import features, keras_outputs, tiny_model
 
@@ -70,7 +70,7 @@ def test_onnx_dynamic_axes_and_parity(tmp_path):
 def test_onnx_refuses_an_artifact_that_disagrees(tmp_path, monkeypatch):
     """The export converts another model's weights: verification must catch it,
     and neither the target nor a temporary file is left behind."""
-    onnx_module = importlib.import_module("kbert.export.onnx")  # not the function
+    onnx_module = importlib.import_module("kbert.export.onnx.exporter")  # not the function
 
     model = tiny_model(num_classes=2, seed=0)
     other = tiny_model(num_classes=2, seed=1)

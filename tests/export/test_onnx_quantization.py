@@ -12,8 +12,8 @@ import pytest
 
 import kbert.export
 from kbert.export import agreement
-from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels, weight_matmuls
-from kbert.export.onnx_quantization import calibration_feeds, quantize_and_verify
+from kbert.export.onnx.outliers import head_matmuls, split_outlier_channels, weight_matmuls
+from kbert.export.onnx.quantization import calibration_feeds, quantize_and_verify
 from kbert.export.record import read_record
 from kbert.export.spec import export_spec
 from tests.export.export_helpers import keras_outputs, near_ties, tiny_model

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kbert.export
-from kbert.export.saved_model import SERVING_TF_TEXT_OPS, graph_ops
+from kbert.export.saved_model.exporter import SERVING_TF_TEXT_OPS, graph_ops
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import features, keras_outputs, tiny_model
 
@@ -135,7 +135,9 @@ def test_saved_model_from_another_backend(tmp_path):
 def test_saved_model_failure_leaves_previous_artifact(tmp_path, monkeypatch):
     """A failed export (here: a graph using an op TF Serving 2.14 lacks)
     leaves the deployed directory as it was and no temporary directory."""
-    module = importlib.import_module("kbert.export.saved_model")  # not the function
+    module = importlib.import_module(
+        "kbert.export.saved_model.exporter"
+    )  # not the function
 
     if keras.backend.backend() != "tensorflow":
         pytest.skip("on JAX/torch the write happens in the TensorFlow subprocess")

@@ -12,9 +12,9 @@ import kbert.export
 from kbert.export import agreement
 from kbert.export.record import read_record
 from kbert.export.report import artifact_row, report_table
-from kbert.export.runtimes import tflite_custom_ops
-from kbert.export.tflite import TF_TEXT_TFLITE_OPS
-from kbert.export.tokenizer_divergence import TokenizerDivergenceWarning, describe
+from kbert.export.tflite.exporter import TF_TEXT_TFLITE_OPS
+from kbert.export.tflite.runner import tflite_custom_ops
+from kbert.export.tflite.tokenizer_divergence import TokenizerDivergenceWarning, describe
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (
     features,
@@ -146,7 +146,7 @@ def test_mediapipe_flavour_runs_in_mediapipe_text_classifier(tmp_path):
 
 @on_tensorflow
 def test_mediapipe_question_answerer_metadata(tmp_path):
-    from kbert.export.tflite_metadata import read_metadata
+    from kbert.export.tflite.metadata import read_metadata
 
     model = tiny_model("BertQuestionAnswerer")
     path = str(tmp_path / "qa.tflite")

@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 import tokenizers
 
-from kbert.export.tflite_inputs import deployment_preprocessor
-from kbert.export.tokenizer_divergence import (
+from kbert.export.tflite.inputs import deployment_preprocessor
+from kbert.export.tflite.tokenizer_divergence import (
     DIVERGENCE_TEXTS,
     TokenizerDivergenceWarning,
     describe,

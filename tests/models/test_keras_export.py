@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 import kbert
-from kbert.export.runtimes import OnnxRunner, OpenVinoRunner, TFLiteRunner, run_saved_model
+from kbert.export.onnx.runner import OnnxRunner
+from kbert.export.openvino.runner import OpenVinoRunner
+from kbert.export.saved_model.runner import run_saved_model
+from kbert.export.tflite.runner import TFLiteRunner
 from tests.conftest import VOCABULARY
 from tests.test_case import randomized, tiny_backbone
 

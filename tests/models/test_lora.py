@@ -86,7 +86,7 @@ def test_merged_and_saved_lora_models_equal_the_lora_model(tmp_path):
 
 
 def test_exporters_write_the_merged_model(tmp_path):
-    from kbert.export.runtimes import OnnxRunner
+    from kbert.export.onnx.runner import OnnxRunner
 
     model = _classifier()
     model.backbone.enable_lora(2)

@@ -20,15 +20,15 @@ import keras
 import numpy as np
 
 from kbert.export import checks
-from kbert.export.onnx_axes import BATCH, POSITIONS, SEQUENCE, name_axes
-from kbert.export.onnx_quantization import (
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET
+from kbert.export.onnx.axes import BATCH, POSITIONS, SEQUENCE, name_axes
+from kbert.export.onnx.quantization import (
     QUANTIZATIONS,
     QuantizationRecipe,
     quantize_and_verify,
 )
-from kbert.export.options import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET
+from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.record import build_record, write_with_record
-from kbert.export.runtimes import OnnxRunner
 from kbert.export.spec import export_spec, forward, keras_outputs
 from kbert.export.verification_data import verification_data
 from kbert.utils.artifact_kinds import check_target
@@ -54,7 +54,7 @@ def onnx(
     two different (batch, sequence) shapes; outputs must match the Keras
     model's within 1e-4, or `ExportVerificationError` is raised and nothing
     is written. A quantized file is made from that verified float32 one
-    (`kbert.export.onnx_quantization`) and must then predict as the Keras
+    (`kbert.export.onnx.quantization`) and must then predict as the Keras
     model does on `min_agreement` of 500 held-out reviews.
 
     Args:
@@ -66,7 +66,7 @@ def onnx(
         quantization: None (float32), `"dynamic_int8"` (recommended: int8
             dense layers, outlier channels and the head in float32),
             `"int8"` (static activation ranges too), `"float16"`, or a
-            `kbert.export.onnx_quantization.QuantizationRecipe` (e.g.
+            `kbert.export.onnx.quantization.QuantizationRecipe` (e.g.
             `QuantizationRecipe("blockwise")`: 8-bit blocks, slower, closer).
         min_agreement: the least share of predictions a quantized file must
             share with the Keras model (`kbert.export.agreement`); lower it
@@ -86,7 +86,7 @@ def onnx(
     >>> session = onnxruntime.InferenceSession("classifier.onnx")
     >>> [output.name for output in session.get_outputs()]
     ['logits', 'probabilities']
-    >>> session.get_inputs()[0].shape  # named symbolic axes (kbert.export.onnx_axes)
+    >>> session.get_inputs()[0].shape  # named symbolic axes (kbert.export.onnx.axes)
     ['batch', 'sequence']
     >>> session.run(None, token_inputs)[1].shape
     (3, 2)
@@ -367,3 +367,10 @@ def verify_onnx(model, spec, path, data):
         "tolerance": checks.FLOAT_TOLERANCE,
         "max_abs_diff": diffs,
     }
+
+
+def keras_onnx(model, path, opset_version=None, **kwargs):
+    """Keras' `model.export(path, format="onnx")`: its `opset_version` is `opset`."""
+    if opset_version is not None:
+        kwargs["opset"] = opset_version
+    return onnx(model, path, **kwargs)

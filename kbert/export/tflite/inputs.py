@@ -109,7 +109,7 @@ def run_rows(runner, feeds):
     """Runs a batch, one row at a time when the file has a static batch of 1.
 
     Example:
-    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> from kbert.export.tflite.runner import TFLiteRunner
     >>> run_rows(TFLiteRunner(tflite_file), token_inputs)["logits"].shape  # batch 1 file
     (3, 2)
     """
@@ -128,7 +128,7 @@ def run_tokens(runner, flavour, features):
     sequence length when the file has one; outputs get kbert names.
 
     Example:
-    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> from kbert.export.tflite.runner import TFLiteRunner
     >>> outputs, used = run_tokens(TFLiteRunner(tflite_file), "token_ids", token_inputs)
     >>> sorted(outputs)
     ['logits', 'probabilities']
@@ -149,7 +149,7 @@ def probe_inputs(runner):
     """A small fixed input for any flavour's signature: real text, or token ids.
 
     Example:
-    >>> from kbert.export.runtimes import TFLiteRunner
+    >>> from kbert.export.tflite.runner import TFLiteRunner
     >>> sorted(probe_inputs(TFLiteRunner(tflite_file)))
     ['padding_mask', 'segment_ids', 'token_ids']
     """

@@ -86,3 +86,17 @@ def metadata_entries(model_bytes):
         buffer = model.Buffers(entry.Buffer())
         entries[entry.Name().decode("utf-8")] = buffer.DataAsNumpy().tobytes()
     return entries
+
+
+def embed_text(model_bytes, name, text):
+    """The flatbuffer with `text` (UTF-8) as its `metadata` entry `name`: where
+    a TFLite file keeps its export record."""
+    return with_metadata(model_bytes, name, text.encode("utf-8"))
+
+
+def read_text(path, name):
+    """The text of the `metadata` entry `name` of the TFLite file at `path`, or
+    None."""
+    with open(path, "rb") as handle:
+        data = metadata_entries(handle.read()).get(name)
+    return data.decode("utf-8") if data else None

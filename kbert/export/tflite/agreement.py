@@ -10,8 +10,8 @@ the file holds.
 import numpy as np
 
 from kbert.export import agreement
-from kbert.export.runtimes import TFLiteRunner
-from kbert.export.tflite_inputs import run_rows, run_tokens, tflite_preprocessor
+from kbert.export.tflite.inputs import run_rows, run_tokens, tflite_preprocessor
+from kbert.export.tflite.runner import TFLiteRunner
 from kbert.export.verification_data import (
     checked_features,
     source,

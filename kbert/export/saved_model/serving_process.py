@@ -13,7 +13,7 @@ median time of `repeats` extra calls, when asked) and `__modules__` (the
 top-level modules the process imported).
 
 Example:
-    python kbert/export/serving_process.py job.json
+    python kbert/export/saved_model/serving_process.py job.json
 """
 
 import json

@@ -29,9 +29,9 @@ import os
 import numpy as np
 
 from kbert.export import agreement
-from kbert.export.onnx_outliers import head_matmuls, split_outlier_channels
-from kbert.export.options import ONNX_QUANTIZATIONS as QUANTIZATIONS
-from kbert.export.runtimes import OnnxRunner
+from kbert.export.formats import ONNX_QUANTIZATIONS as QUANTIZATIONS
+from kbert.export.onnx.outliers import head_matmuls, split_outlier_channels
+from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.verification_data import (
     checked_features,
     representative_texts,

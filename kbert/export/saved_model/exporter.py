@@ -20,15 +20,22 @@ import keras
 from kbert.export import checks
 from kbert.export.on_tensorflow import export_on_tensorflow
 from kbert.export.record import build_record, write_with_record
-from kbert.export.runtimes import run_saved_model, run_saved_model_here
-from kbert.export.spec import export_spec, forward, keras_outputs, token_input_shape
-from kbert.export.text_graph import text_features
+from kbert.export.saved_model.runner import (
+    TEXT_SIGNATURE,
+    TOKEN_SIGNATURE,
+    run_saved_model,
+    run_saved_model_here,
+)
+from kbert.export.spec import (
+    export_spec,
+    forward,
+    keras_outputs,
+    text_features,
+    token_input_shape,
+)
 from kbert.export.verification_data import texts_to_features, verification_data
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
-
-TEXT_SIGNATURE = "serving_default"
-TOKEN_SIGNATURE = "serve_token_ids"
 
 # tensorflow-text ops in the tensorflow-text 2.12 that TF Serving 2.14-2.19
 # link (read from the tensorflow_text-2.12.1 wheel); TF Serving 2.20 links 2.20.
@@ -95,7 +102,7 @@ def saved_model(model, path, text_pairs=None, source=None, overwrite=False):
     if keras.backend.backend() != "tensorflow":
         return export_on_tensorflow(
             model,
-            "kbert.export.saved_model:saved_model",
+            "kbert.export.saved_model.exporter:saved_model",
             path,
             # The child has run it in a fresh TensorFlow-only process already.
             cross_check=lambda artifact: verify_saved_model(

@@ -18,7 +18,7 @@ import functools
 import importlib.util
 import os
 
-from kbert.export.tflite_flatbuffer import metadata_entries, with_metadata
+from kbert.export.tflite.flatbuffer import metadata_entries, with_metadata
 
 METADATA_NAME = "TFLITE_METADATA"
 MIN_PARSER_VERSION = "1.1.0"  # BertTokenizerOptions' version in the schema

@@ -13,10 +13,10 @@ CPU has AVX512_BF16 or AMX) by prediction agreement on held-out reviews.
 import os
 
 from kbert.export import agreement, checks
-from kbert.export.onnx import onnx as export_onnx
-from kbert.export.options import DEFAULT_MIN_AGREEMENT
-from kbert.export.record import OPENVINO_XML, build_record, write_with_record
-from kbert.export.runtimes import OpenVinoRunner
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT, OPENVINO_XML
+from kbert.export.onnx.exporter import onnx as export_onnx
+from kbert.export.openvino.runner import OpenVinoRunner
+from kbert.export.record import build_record, write_with_record
 from kbert.export.spec import export_spec, keras_outputs
 from kbert.export.verification_data import verification_data
 from kbert.utils.artifact_kinds import check_target
@@ -112,3 +112,14 @@ def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
             runtime=default.describe(),
         )
     return summary
+
+
+def keras_openvino(model, path, **kwargs):
+    """Keras' `model.export(path, format="openvino")`: a directory, not an `.xml`."""
+    if str(path).endswith(".xml"):
+        raise ValueError(
+            f"model.export({str(path)!r}, format='openvino'): kbert writes an OpenVINO "
+            "IR directory (openvino_model.xml, .bin and its export record); pass a "
+            "directory path."
+        )
+    return openvino(model, path, **kwargs)

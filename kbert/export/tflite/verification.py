@@ -3,20 +3,20 @@
 import numpy as np
 
 from kbert.export import checks
-from kbert.export.options import DEFAULT_MIN_AGREEMENT
-from kbert.export.runtimes import MediaPipeClassifierRunner, TFLiteRunner
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.spec import keras_outputs
-from kbert.export.tflite_agreement import tflite_agreement
-from kbert.export.tflite_flatbuffer import associated_files
-from kbert.export.tflite_inputs import (
+from kbert.export.tflite.agreement import tflite_agreement
+from kbert.export.tflite.flatbuffer import associated_files
+from kbert.export.tflite.inputs import (
     deployment_preprocessor,
     mediapipe_preprocessor,
     run_rows,
     run_tokens,
     tflite_preprocessor,
 )
-from kbert.export.tflite_metadata import read_metadata
-from kbert.export.tokenizer_divergence import (
+from kbert.export.tflite.metadata import read_metadata
+from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
+from kbert.export.tflite.tokenizer_divergence import (
     DIVERGENCE_TEXTS,
     tokenizer_divergence,
     warn_on_divergence,

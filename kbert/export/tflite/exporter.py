@@ -26,16 +26,15 @@ before it is kept.
 import keras
 import numpy as np
 
-from kbert.export import tflite_metadata
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT, FLAVOURS
+from kbert.export.formats import TFLITE_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.on_tensorflow import export_on_tensorflow
-from kbert.export.options import DEFAULT_MIN_AGREEMENT, FLAVOURS
-from kbert.export.options import TFLITE_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.record import build_record, write_with_record
-from kbert.export.runtimes import TFLiteRunner, tflite_custom_ops
-from kbert.export.spec import export_spec, forward
-from kbert.export.text_graph import text_features
-from kbert.export.tflite_inputs import MEDIAPIPE_INPUTS, probe_inputs, tflite_preprocessor
-from kbert.export.tflite_verification import verify_tflite
+from kbert.export.spec import export_spec, forward, text_features
+from kbert.export.tflite import metadata as tflite_metadata
+from kbert.export.tflite.inputs import MEDIAPIPE_INPUTS, probe_inputs, tflite_preprocessor
+from kbert.export.tflite.runner import TFLiteRunner, tflite_custom_ops
+from kbert.export.tflite.verification import verify_tflite
 from kbert.export.verification_data import (
     checked_features,
     pad_to,
@@ -151,7 +150,7 @@ def tflite(
     if keras.backend.backend() != "tensorflow":
         return export_on_tensorflow(
             model,
-            "kbert.export.tflite:tflite",
+            "kbert.export.tflite.exporter:tflite",
             path,
             cross_check=lambda artifact: verify_tflite(model, spec, artifact, options),
             flavour=flavour,
@@ -426,3 +425,12 @@ def _signature_name(tensor_name):
     name = tensor_name.split(":")[0]
     prefix = "serving_default_"
     return name[len(prefix) :] if name.startswith(prefix) else name
+
+
+def keras_litert(model, path, **kwargs):
+    """Keras' `model.export(path, format="litert")`: strings in when the model
+    has a preprocessor (flavour `"string"`), token ids otherwise."""
+    kwargs.setdefault(
+        "flavour", "string" if getattr(model, "preprocessor", None) else "token_ids"
+    )
+    return tflite(model, path, **kwargs)

@@ -118,7 +118,7 @@ def split_outlier_channels(proto, feeds, ratio=3.0, max_channels=32, skip=()):
 
     Example:
     >>> import onnx
-    >>> from kbert.export.runtimes import OnnxRunner
+    >>> from kbert.export.onnx.runner import OnnxRunner
     >>> proto = onnx.load(onnx_file)
     >>> float_nodes, outliers = split_outlier_channels(proto, [token_inputs], ratio=1.5)
     >>> len(float_nodes) > 0, len(float_nodes) >= len(outliers)

@@ -1,0 +1,27 @@
+"""A written SavedModel re-measured for `kbert verify`: run by TF Serving's
+loader in a fresh TensorFlow-only process, on strings when it has its
+string signature."""
+
+import numpy as np
+
+from kbert.export.report import first_row
+from kbert.export.saved_model.runner import TEXT_SIGNATURE, TOKEN_SIGNATURE, run_saved_model
+
+
+def measure(artifact, record, model, spec, texts, features, repeats, runtime):
+    """Outputs and batch-1 latency of the SavedModel at `artifact` (see
+    `kbert.export.formats.Exporter.measure`)."""
+    if record.get("text_signature", True):
+        signature = TEXT_SIGNATURE
+        feeds = {k: np.array(v, object) for k, v in texts.items()}
+    else:
+        signature, feeds = TOKEN_SIGNATURE, features
+    runs = [(signature, feeds), (signature, first_row(feeds))]
+    outputs, seconds, _ = run_saved_model(artifact, runs, repeats=[0, repeats])
+    return {
+        "outputs": outputs[0],
+        "features": features,
+        "seconds": seconds[1],
+        "runtime": "TensorFlow (TF Serving's loader, fresh process)",
+        "format": "saved_model",
+    }

@@ -1,0 +1,73 @@
+"""A written TFLite file re-measured for `kbert verify`: on `ai_edge_litert`
+(strings in for the `"string"` flavour), a MediaPipe classifier on MediaPipe
+Tasks' `TextClassifier`; a file that tokenizes on its own gets a note on how
+its tokenizer reads accented and mobile-style text."""
+
+import numpy as np
+
+from kbert.export.report import first_row, median_seconds
+from kbert.export.tflite.inputs import (
+    MEDIAPIPE_INPUTS,
+    MEDIAPIPE_OUTPUTS,
+    deployment_preprocessor,
+    run_rows,
+    run_tokens,
+    tflite_preprocessor,
+)
+from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
+from kbert.export.tflite.tokenizer_divergence import describe, tokenizer_divergence
+from kbert.export.verification_data import texts_to_features
+
+
+def measure(artifact, record, model, spec, texts, features, repeats, runtime):
+    """Outputs and batch-1 latency of the TFLite file at `artifact` (see
+    `kbert.export.formats.Exporter.measure`)."""
+    got, used, seconds, name = _run(artifact, record, model, spec, texts, features, repeats)
+    flavour = record.get("flavour")
+    result = {
+        "outputs": {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in got.items()},
+        "features": used,
+        "seconds": seconds,
+        "runtime": name,
+        "format": f"tflite {flavour} {record.get('quantization') or 'float32'}",
+    }
+    if flavour in ("string", "mediapipe"):
+        deployment, tokenizer = deployment_preprocessor(
+            model.preprocessor, flavour, record.get("sequence_length")
+        )
+        divergence = tokenizer_divergence(
+            model.preprocessor.tokenizer, deployment.tokenizer, tokenizer
+        )
+        result["tokenizer"] = describe(divergence)
+    return result
+
+
+def _run(path, record, model, spec, texts, features, repeats):
+    flavour = record.get("flavour", "token_ids")
+    if flavour == "mediapipe" and spec.task == "classifier":
+        classifier = MediaPipeClassifierRunner(path)
+        try:
+            got, _ = classifier(texts["text"])
+            seconds = median_seconds(
+                lambda: classifier([texts["text"][0]]), repeats=repeats
+            )
+        finally:
+            classifier.close()
+        return got, features, seconds, "MediaPipe TextClassifier"
+    runner = TFLiteRunner(path)
+    runtime = "ai_edge_litert" + (" + tf-text ops" if runner.custom_ops else "")
+    if flavour == "string":
+        preprocessor = tflite_preprocessor(
+            model.preprocessor, record.get("sequence_length")
+        )
+        features, _ = texts_to_features(preprocessor, spec, texts)
+        feeds = {k: np.array(v, object) for k, v in texts.items()}
+        got = run_rows(runner, feeds)
+        seconds = median_seconds(lambda: runner(first_row(feeds)), repeats=repeats)
+        return got, features, seconds, runtime
+    got, used = run_tokens(runner, flavour, features)
+    one = first_row(used)
+    if flavour == "mediapipe":
+        one = {name: one[source] for name, source in MEDIAPIPE_INPUTS.items()}
+    seconds = median_seconds(lambda: runner(one), repeats=repeats)
+    return got, used, seconds, runtime
