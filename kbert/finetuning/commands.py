@@ -7,6 +7,7 @@ The defaults are `FinetuneRecipe`'s (the one home of the hyper-parameters);
 import argparse
 import dataclasses
 import os
+import sys
 
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.inference.embed_command import add_long_text_arguments
@@ -80,6 +81,7 @@ def finetune_command(args):
     and where the preset, results.json and the PNGs went."""
     # lazy: keep --help fast
     from kbert.finetuning.file_finetuning import finetune_on_files
+    from kbert.models.divergence import TrainingDivergedError  # lazy: keep --help fast
 
     recipe = FinetuneRecipe(
         **{
@@ -87,7 +89,23 @@ def finetune_command(args):
             for field in dataclasses.fields(FinetuneRecipe)
         }
     )
-    results = finetune_on_files(
+    try:
+        results = _finetune(finetune_on_files, args, recipe)
+    except TrainingDivergedError as error:
+        print(f"kbert finetune: error: {error}", file=sys.stderr)
+        return 1
+    if results is None:
+        return 0  # not process 0 of a multi-process job: it reports
+    paths = results["paths"]
+    print(f"\nResults: {paths['results']}")
+    print(f"Training curve: {paths['training_curve']}")
+    print(f"Confusion matrix: {paths['confusion_matrix']}")
+    print(f"Fine-tuned preset: {os.path.join(args.out, 'preset')}")
+    return 0
+
+
+def _finetune(finetune_on_files, args, recipe):
+    return finetune_on_files(
         args.train,
         args.out,
         validation=args.validation,
@@ -105,11 +123,3 @@ def finetune_command(args):
         },
         overwrite=args.overwrite,
     )
-    if results is None:
-        return 0  # not process 0 of a multi-process job: it reports
-    paths = results["paths"]
-    print(f"\nResults: {paths['results']}")
-    print(f"Training curve: {paths['training_curve']}")
-    print(f"Confusion matrix: {paths['confusion_matrix']}")
-    print(f"Fine-tuned preset: {os.path.join(args.out, 'preset')}")
-    return 0

@@ -8,6 +8,7 @@ import tempfile
 import warnings
 
 import keras
+import numpy as np
 
 from kbert.finetuning.classifier_training import (
     build_classifier,
@@ -19,12 +20,13 @@ from kbert.finetuning.metrics import classification_report, confusion_matrix, re
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
+from kbert.models.divergence import TrainingDivergedError
 from kbert.models.lora import trainable_summary
 from kbert.pretraining.distribution import job_data_parallel
 from kbert.tasks.long_texts import TruncationWarning
 from kbert.utils import cluster as cluster_lib
 from kbert.utils.artifact_kinds import check_target
-from kbert.utils.labelled_files import encode_labels, read_examples
+from kbert.utils.labelled_files import encode_labels, label_names, read_examples
 
 
 def finetune_on_files(
@@ -84,15 +86,17 @@ def finetune_on_files(
     columns = dict(
         text_column=text_column, label_column=label_column, pair_column=pair_column
     )
-    texts, raw_labels = read_examples(train, **columns)
-    names = list(labels) if labels else sorted({str(v) for v in raw_labels})
+    texts, raw_labels, lines = read_examples(train, **columns, with_lines=True)
+    names = list(labels) if labels else label_names(raw_labels, train, lines)
     if len(names) < 2:
         raise ValueError(f"{train}: need at least two labels; found {names}.")
-    splits = {"train": (texts, encode_labels(raw_labels, names, train))}
+    splits = {"train": (texts, encode_labels(raw_labels, names, train, lines))}
     for split, path in (("validation", validation), ("test", test)):
         if path:
-            split_texts, split_labels = read_examples(path, **columns)
-            splits[split] = (split_texts, encode_labels(split_labels, names, path))
+            split_texts, split_labels, lines = read_examples(
+                path, **columns, with_lines=True
+            )
+            splits[split] = (split_texts, encode_labels(split_labels, names, path, lines))
     num_examples = len(splits["train"][1])
     num_shards, _ = cluster_lib.input_shard()
     if num_shards > 1:
@@ -131,6 +135,7 @@ def finetune_on_files(
         "training_curve": os.path.join(out, "training_curve.png"),
         "confusion_matrix": os.path.join(out, "confusion_matrix.png"),
     }
+    _check_finite_weights(model)
     # Reading variables that span processes is collective: every process
     # saves, the others into a scratch directory that is thrown away.
     with (
@@ -176,7 +181,7 @@ def finetune_on_files(
         matrix, names, paths["confusion_matrix"], f"Confusion matrix ({evaluated} set)"
     )
     with open(paths["results"], "w") as file:
-        json.dump(results, file, indent=2)
+        file.write(results_json(results))
     if verbose:
         print(
             f"\n{evaluated.capitalize()} set ({len(predictions)} examples): "
@@ -184,6 +189,39 @@ def finetune_on_files(
         )
         print(report_table(report))
     return results
+
+
+def _check_finite_weights(model):
+    """Refuses to save a model whose weights are not all finite."""
+    for variable in model.weights:
+        value = np.asarray(keras.ops.convert_to_numpy(variable))
+        if np.issubdtype(value.dtype, np.floating) and not np.isfinite(value).all():
+            count = int(np.size(value) - np.isfinite(value).sum())
+            raise TrainingDivergedError(
+                f"Training diverged: {count} values of {variable.path} are not "
+                "finite; no preset saved. Try a lower --learning-rate."
+            )
+
+
+def _finite(value):
+    """`value` with every non-finite float (NaN, inf) as None."""
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    return value
+
+
+def results_json(results):
+    """`results` as strict JSON: NaN and infinities written as `null`.
+
+    Example:
+    >>> json.loads(results_json({"loss": float("nan"), "steps": [0.5, float("inf")]}))
+    {'loss': None, 'steps': [0.5, None]}
+    """
+    return json.dumps(_finite(results), indent=2, allow_nan=False)
 
 
 def _long_text_line(path, counts, recipe, long_texts):

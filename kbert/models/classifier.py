@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kbert.models.heads import classifier_head, label_names
+from kbert.models.target_checks import TargetRule
 from kbert.models.task import Task, backbone_inputs
 
 PROBLEM_TYPES = {
@@ -86,6 +87,17 @@ class BertClassifier(Task):
         if self.problem_type == "regression":
             return keras.losses.MeanSquaredError()
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def target_rules(self):
+        if self.problem_type == "single_label":
+            model = f"BertClassifier(num_classes={self.num_classes})"
+            return TargetRule("class_ids", self.num_classes, model=model)
+        model = (
+            f"BertClassifier(num_classes={self.num_classes}, "
+            f"problem_type={self.problem_type!r})"
+        )
+        kind = "multi_hot" if self.problem_type == "multi_label" else "finite"
+        return TargetRule(kind, self.num_classes, model=model)
 
     def default_metrics(self):
         if self.problem_type == "multi_label":

@@ -3,6 +3,7 @@
 import keras
 
 from kbert.layers.masked_lm_head import MaskedLMHead
+from kbert.models.target_checks import TargetRule
 from kbert.models.task import Task, backbone_inputs
 
 
@@ -75,6 +76,13 @@ class BertMaskedLM(Task):
 
     def default_loss(self):
         return masked_lm_loss()
+
+    target_positions = "mask_positions"
+
+    def target_rules(self):
+        size = self.backbone.vocabulary_size
+        model = f"BertMaskedLM(vocabulary_size={size})"
+        return TargetRule("class_ids", size, per_token=True, model=model, noun="token ids")
 
     def compile(self, *args, weighted_metrics="auto", **kwargs):
         if weighted_metrics == "auto":

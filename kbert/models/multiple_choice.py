@@ -5,6 +5,7 @@ from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
 from kbert.models.heads import classifier_head
+from kbert.models.target_checks import TargetRule
 from kbert.models.task import Task, backbone_inputs
 from kbert.utils.strings import string_list
 
@@ -139,6 +140,10 @@ class BertMultipleChoice(Task):
 
     def default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy()]
+
+    def target_rules(self):
+        model = f"BertMultipleChoice(num_choices={self.num_choices})"
+        return TargetRule("class_ids", self.num_choices, model=model, noun="choice ids")
 
     def get_config(self):
         config = super().get_config()

@@ -5,6 +5,7 @@ from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
 from kbert.models.heads import dense_head
+from kbert.models.target_checks import TargetRule
 from kbert.models.task import Task, backbone_inputs
 from kbert.tasks import qa_decoding, qa_labels, qa_windows
 from kbert.utils.strings import string_list
@@ -90,6 +91,10 @@ class BertQuestionAnswerer(Task):
             "start_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
             "end_logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         }
+
+    def target_rules(self):
+        rule = TargetRule("class_ids", model="BertQuestionAnswerer", noun="token positions")
+        return {"start_logits": rule, "end_logits": rule}
 
     # === Raw text: windows from TF ops, answers decoded in NumPy ===
 

@@ -8,6 +8,7 @@ import numpy as np
 from kbert.models import length_batching
 from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
 from kbert.models.bucketed_batches import BucketedBatches
+from kbert.models.divergence import with_divergence_guard
 from kbert.models.functional_model import FunctionalModel
 from kbert.models.id_ranges import IdRangeCheckedModel
 from kbert.models.jax_state import JaxStateRestoringModel
@@ -15,6 +16,7 @@ from kbert.models.keras_export import KerasExportable
 from kbert.models.lora import LoraModel
 from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import QuantizableModel
+from kbert.models.target_checks import check_targets
 from kbert.optimization.optimizers import bert_optimizer
 from kbert.tasks import long_texts as long_texts_lib
 from kbert.tasks import windows as windows_lib
@@ -88,6 +90,8 @@ class Task(
     # The axis of the sequence dimension in every output (and label), or None
     # when outputs hold one value per example.
     output_sequence_axis = None
+    # The input whose last axis per-token targets follow (`TargetRule.per_token`).
+    target_positions = "token_ids"
 
     def __init__(self, *args, compile=True, dtype=None, **kwargs):
         backbone_policy = self.backbone.dtype_policy.name
@@ -200,11 +204,79 @@ class Task(
             y = windows["labels"]
         return features, y, sample_weight, index
 
-    def _raw_arrays(self, x, y=None, sample_weight=None, stride=None):
+    def target_rules(self):
+        """How this task's training targets look: a `TargetRule`, a dict of
+        them per output, or None (not checked). Tasks override this.
+
+        Example:
+        >>> classifier.target_rules().classes
+        2
+        """
+        return None
+
+    def check_targets(self, x, y):
+        """Raises a `ValueError` naming the problem, the value and its
+        position when concrete targets `y` do not fit model inputs `x` (a
+        dict of token ids): class ids out of range or not whole, multi-hot
+        values other than 0 and 1, non-finite numbers, strings, a count of
+        targets other than the count of examples, per-token labels of
+        another length. `fit` and `evaluate` call it before Keras sees the
+        data (for a `tf.data.Dataset`, on its first batch).
+
+        Example:
+        >>> try:
+        ...     classifier.check_targets(token_inputs, np.array([0, 1, 2]))
+        ... except ValueError as error:
+        ...     print(error)
+        labels[2] is 2; BertClassifier(num_classes=2) takes class ids 0..1.
+        """
+        rule = self.target_rules()
+        if not isinstance(x, dict) or "token_ids" not in x:
+            return
+        shape = tuple(x["token_ids"].shape)
+        if shape and shape[0] == 0:
+            raise ValueError(
+                f"{type(self).__name__} got no examples to train or evaluate on "
+                f"(token_ids of shape {shape})."
+            )
+        if rule is None:
+            return
+        positions = x.get(self.target_positions, x["token_ids"])
+        check_targets(y, rule, shape[0], tuple(positions.shape)[-1])
+
+    def _check_dataset_targets(self, dataset):
+        """`check_targets` on the first batch of a `tf.data.Dataset` (raw
+        samples preprocessed first); other data sources are not checked."""
+        if not _is_dataset(dataset) or self.target_rules() is None:
+            return
+        first = dataset.take(1)
+        if self._takes_raw(dataset):
+            first = self._bucketed_raw_dataset(first)
+        for element in first.as_numpy_iterator():
+            x, y, _ = keras.utils.unpack_x_y_sample_weight(element)
+            self.check_targets(x, y)
+
+    def _check_raw_count(self, x):
+        """In-memory raw samples: refuse none at all by name."""
+        if not _is_batched(x) and hasattr(x, "__len__") and len(x) == 0:
+            raise ValueError(
+                f"{type(self).__name__} got no samples: x is empty ({x!r}); "
+                "fit and evaluate take at least one example."
+            )
+
+    def _raw_arrays(self, x, y=None, sample_weight=None, stride=None, targets=False):
         """`(features, y, sample_weight)` as NumPy arrays from in-memory raw
-        samples; with a `stride`, one row per window (`_window_arrays`)."""
+        samples; with a `stride`, one row per window (`_window_arrays`).
+        `targets=True` checks the targets (`check_targets`)."""
+        if targets:
+            self._check_raw_count(x)
         if stride is not None:
-            return self._window_arrays(x, y, sample_weight, stride)[:3]
+            features, y, sample_weight = self._window_arrays(x, y, sample_weight, stride)[
+                :3
+            ]
+            if targets:
+                self.check_targets(features, y)
+            return features, y, sample_weight
         data = self.preprocess_samples(x, y, sample_weight)
         data = keras.tree.map_structure(np.asarray, data)
         features, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
@@ -215,6 +287,8 @@ class Task(
                 for v in (features, y, sample_weight)
             )
         self.check_id_ranges(features)  # a preprocessor with a larger vocabulary
+        if targets:
+            self.check_targets(features, y)
         return features, y, sample_weight
 
     def _bucketed_dataset(self, features, y, sample_weight, batch_size, shuffle):
@@ -281,8 +355,11 @@ class Task(
                 raise ValueError(
                     'long_texts="windows" takes in-memory samples, not a tf.data.Dataset.'
                 )
+            self._check_dataset_targets(x)
             return self._bucketed_raw_dataset(x, self._coarse_training_buckets)
-        features, y, sample_weight = self._raw_arrays(x, y, sample_weight, stride)
+        features, y, sample_weight = self._raw_arrays(
+            x, y, sample_weight, stride, targets=True
+        )
         batch_size = batch_size or length_batching.DEFAULT_BATCH_SIZE
         return self._bucketed_dataset(features, y, sample_weight, batch_size, shuffle)
 
@@ -290,12 +367,13 @@ class Task(
         """Keras' `validation_split` on raw samples: the last fraction, unshuffled
         (with windows: the windows of the last fraction of the texts)."""
         if stride is None:
-            features, y, sample_weight = self._raw_arrays(x, y, sample_weight)
+            features, y, sample_weight = self._raw_arrays(x, y, sample_weight, targets=True)
             text_of_row = np.arange(len(length_batching.token_lengths(features)))
         else:
             features, y, sample_weight, text_of_row = self._window_arrays(
                 x, y, sample_weight, stride
             )
+            self.check_targets(features, y)
         texts = int(text_of_row.max(initial=-1)) + 1
         split = int(texts * (1.0 - validation_split))
         if not 0 < split < texts:
@@ -321,6 +399,7 @@ class Task(
         shuffle=True,
         long_texts="truncate",
         stride=None,
+        stop_on_nan=True,
         **kwargs,
     ):
         """`keras.Model.fit`; with a preprocessor attached, `x` may hold raw samples.
@@ -331,8 +410,16 @@ class Task(
         50 batches. `long_texts="windows"` trains on every window of each
         text (and validates on the validation texts' windows), each with
         its text's label and sample weight; `batch_size` then counts windows.
+
+        Targets are checked first (`check_targets`). A NaN or infinite loss
+        raises `kbert.models.divergence.TrainingDivergedError` naming the
+        epoch and step (`stop_on_nan=False`, or Keras' `TerminateOnNaN` in
+        `callbacks`, turns that off).
         """
         self._follow_variable_changes()
+        kwargs["callbacks"] = with_divergence_guard(
+            kwargs.get("callbacks"), type(self).__name__, stop_on_nan
+        )
         stride = self._window_stride(long_texts, stride)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
         if self._takes_raw(x):
@@ -352,6 +439,8 @@ class Task(
                     kwargs["validation_split"] = validation_split  # Keras explains
                 x = self._training_data(x, y, sample_weight, batch_size, shuffle, stride)
             y = sample_weight = batch_size = None
+        else:
+            self._check_given_targets(x, y)
         if kwargs.get("validation_data") is not None:
             kwargs["validation_data"] = self._validation_data(
                 kwargs["validation_data"], validation_batch_size, stride
@@ -375,6 +464,7 @@ class Task(
         if isinstance(validation_data, keras.utils.PyDataset):
             return validation_data
         if _is_dataset(validation_data):
+            self._check_dataset_targets(validation_data)
             if self._takes_raw(validation_data):
                 return self._bucketed_raw_dataset(
                     validation_data, self._coarse_training_buckets
@@ -382,6 +472,7 @@ class Task(
             return validation_data
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
         if not self._takes_raw(x):
+            self.check_targets(x, y)
             return validation_data
         return self._training_data(x, y, sample_weight, batch_size, False, stride)
 
@@ -402,6 +493,7 @@ class Task(
         self._follow_variable_changes()
         stride = self._window_stride(long_texts, stride)
         if stride is not None and self._takes_raw(x):
+            self._check_raw_count(x)
             outputs = self.predict(
                 x, batch_size, verbose=0, long_texts=long_texts, stride=stride
             )
@@ -410,9 +502,19 @@ class Task(
         if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
             x = self._training_data(x, y, sample_weight, batch_size, shuffle=False)
             y = sample_weight = batch_size = None
+        elif not kwargs.get("_use_cached_eval_dataset"):
+            self._check_given_targets(x, y)
         return super().evaluate(
             x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
         )
+
+    def _check_given_targets(self, x, y):
+        """Model inputs given as they are: their targets checked, or a
+        dataset's first batch."""
+        if _is_dataset(x):
+            self._check_dataset_targets(x)
+        elif isinstance(x, dict):
+            self.check_targets(x, y)
 
     def _score(self, outputs, y, sample_weight, return_dict):
         """`evaluate`'s result for outputs already computed."""

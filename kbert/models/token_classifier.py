@@ -6,6 +6,7 @@ from keras import ops
 
 from kbert.models.backbone import INPUT_NAMES
 from kbert.models.heads import classifier_head, label_names
+from kbert.models.target_checks import TargetRule
 from kbert.models.task import Task, backbone_inputs
 from kbert.tasks import token_alignment
 from kbert.tasks.bio import bio_to_spans, word_offsets
@@ -76,6 +77,12 @@ class BertTokenClassifier(Task):
     def default_loss(self):
         return keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, ignore_class=IGNORE_LABEL
+        )
+
+    def target_rules(self):
+        model = f"BertTokenClassifier(num_classes={self.num_classes})"
+        return TargetRule(
+            "class_ids", self.num_classes, ignore=IGNORE_LABEL, per_token=True, model=model
         )
 
     def default_metrics(self):

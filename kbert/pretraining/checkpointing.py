@@ -20,6 +20,7 @@ import tempfile
 import keras
 import numpy as np
 
+from kbert.models.divergence import StopOnNonFiniteLoss, TrainingDivergedError
 from kbert.utils import cluster
 from kbert.utils.atomic import atomic_directory
 
@@ -27,10 +28,6 @@ _NAME = re.compile(r"^ckpt-(\d+)$")
 _WEIGHTS = "model.weights.h5"
 _STATE = "state.json"
 _RANDOM = "random_state.npz"
-
-
-class TrainingDivergedError(FloatingPointError):
-    """The loss or the weights stopped being finite."""
 
 
 class TrainingCheckpoint(keras.callbacks.Callback):
@@ -176,7 +173,7 @@ def _random_state(model):
     return state
 
 
-class StopOnNaN(keras.callbacks.Callback):
+class StopOnNaN(StopOnNonFiniteLoss):
     """Raises `TrainingDivergedError` as soon as the loss is NaN or infinite.
 
     Put it before the `TrainingCheckpoint` in the callback list, so the bad
@@ -188,7 +185,7 @@ class StopOnNaN(keras.callbacks.Callback):
     """
 
     def __init__(self, checkpoint=None):
-        super().__init__()
+        super().__init__("the pretraining run")
         self.checkpoint = checkpoint
 
     def on_train_batch_end(self, batch, logs=None):
