@@ -246,8 +246,11 @@ class Task(
 
     def _check_dataset_targets(self, dataset):
         """`check_targets` on the first batch of a `tf.data.Dataset` (raw
-        samples preprocessed first); other data sources are not checked."""
-        if not _is_dataset(dataset) or self.target_rules() is None:
+        samples preprocessed first); other data sources are not checked (a
+        strategy's distributed dataset has an `element_spec`, but no `take`)."""
+        if not hasattr(dataset, "take") or not _is_dataset(dataset):
+            return
+        if self.target_rules() is None:
             return
         first = dataset.take(1)
         if self._takes_raw(dataset):
