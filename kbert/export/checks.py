@@ -62,8 +62,7 @@ def check_close(actual, expected, tolerance, context, relative=False):
     """
     diffs = max_abs_diff(actual, expected, context)
     for name, diff in diffs.items():
-        scale = float(np.max(np.abs(expected[name]))) if np.size(expected[name]) else 0.0
-        bound = tolerance * (max(scale, 1e-6) if relative else max(scale, 1.0))
+        bound = allowed_diff(expected[name], tolerance, relative)
         if not diff <= bound:
             kind = f"{tolerance:g} x max|Keras| = {bound:.3g}"
             raise ExportVerificationError(
@@ -71,6 +70,21 @@ def check_close(actual, expected, tolerance, context, relative=False):
                 f"{diff:.3g} (allowed: {kind}). The artifact is not written."
             )
     return diffs
+
+
+def allowed_diff(expected, tolerance, relative=False):
+    """The largest max |artifact - Keras| `check_close` accepts for one output:
+    `tolerance * max(1, max |expected|)`, or `tolerance * max |expected|` when
+    `relative` (quantized artifacts).
+
+    Example:
+    >>> allowed_diff(np.array([0.2, -0.5]), 1e-4), allowed_diff(np.array([4.0]), 1e-4)
+    (0.0001, 0.0004)
+    >>> allowed_diff(np.array([4.0]), 0.25, relative=True)
+    1.0
+    """
+    scale = float(np.max(np.abs(expected))) if np.size(expected) else 0.0
+    return tolerance * (max(scale, 1e-6) if relative else max(scale, 1.0))
 
 
 def check_equal(actual, expected, context):

@@ -10,12 +10,15 @@ Example:
 """
 
 import json
+import sys
 
+from kbert.export.checks import FLOAT_TOLERANCE, SAVED_MODEL_TOLERANCE
 from kbert.export.formats import (
     ALL_FLAVOURS,
     ALL_QUANTIZATIONS,
     DEFAULT_MIN_AGREEMENT,
     DEFAULT_OPSET,
+    EXPORTERS,
     NAMES,
     exporter_named,
     load,
@@ -23,16 +26,24 @@ from kbert.export.formats import (
 from kbert.utils.artifact_kinds import add_overwrite_argument, check_target
 from kbert.utils.labelled_files import read_examples
 
+# Every format's flags: each row's `options`, by keyword name.
+FLAGS = tuple(dict.fromkeys(option for e in EXPORTERS for option in e.options))
+
 
 def add_export_command(subparsers):
     """Declares `kbert export MODEL --format ... --output PATH`.
+
+    The format's flags default to None, "not given": the export function
+    then uses its own default, and a flag the format does not take is
+    refused (`check_flags`).
 
     Example:
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="kbert")
     >>> add_export_command(parser.add_subparsers())
-    >>> parser.parse_args(["export", "m", "--format", "onnx", "-o", "m.onnx"]).opset
-    18
+    >>> args = parser.parse_args(["export", "m", "--format", "onnx", "-o", "m.onnx"])
+    >>> args.opset is None, given_flags(args)
+    (True, {})
     """
     parser = subparsers.add_parser(
         "export",
@@ -40,7 +51,8 @@ def add_export_command(subparsers):
         description="Export MODEL (a kbert preset directory, a Hugging Face or Google "
         "BERT directory, a registered name or a .keras file) and verify the artifact "
         "on its runtime against the Keras model on real sentences. Nothing is "
-        "written at OUTPUT unless the outputs agree.",
+        "written at OUTPUT unless the outputs agree. A flag the format does not "
+        "take is refused before anything is loaded.",
     )
     parser.add_argument("model")
     parser.add_argument("--format", required=True, choices=NAMES)
@@ -48,37 +60,51 @@ def add_export_command(subparsers):
     parser.add_argument(
         "--flavour",
         choices=ALL_FLAVOURS,
-        default="token_ids",
-        help="TFLite flavour",
+        help=f"{_formats_of('flavour')}: the flavour (default: token_ids)",
     )
     parser.add_argument(
         "--quantization",
         choices=ALL_QUANTIZATIONS,
-        help="TFLite or ONNX quantization (default: none, float32); dynamic_int8 is "
-        "the one that keeps the predictions",
+        help=f"{_formats_of('quantization')}: the quantization (default: none, "
+        "float32); dynamic_int8 is the one that keeps the predictions",
     )
     parser.add_argument(
         "--min-agreement",
         type=float,
-        default=DEFAULT_MIN_AGREEMENT,
-        help="a quantized artifact must predict as the Keras model does on this share "
-        "of 500 held-out reviews, or it is not written",
+        help=f"{_formats_of('min_agreement')}: a quantized artifact (OpenVINO: at "
+        "its default precision for this CPU) must predict as the Keras model does "
+        "on this share of 500 held-out reviews, or it is not written (default: "
+        f"{DEFAULT_MIN_AGREEMENT})",
     )
-    parser.add_argument("--sequence-length", type=int, help="TFLite static sequence length")
+    parser.add_argument(
+        "--sequence-length",
+        type=int,
+        help=f"{_formats_of('sequence_length')}: static sequence length (default: "
+        "the preprocessor's for string and mediapipe, dynamic for token_ids)",
+    )
     parser.add_argument(
         "--batch-size",
-        default="auto",
-        help="TFLite static batch size, or 'dynamic' (auto: 1, dynamic for string)",
+        help=f"{_formats_of('batch_size')}: static batch size, 'dynamic' or 'auto' "
+        "(default auto: 1, dynamic for string)",
     )
     parser.add_argument(
-        "--text-pairs", action="store_true", help="a classifier of sentence pairs"
+        "--text-pairs",
+        action="store_true",
+        default=None,
+        help=f"{_formats_of('text_pairs')}: a classifier of sentence pairs",
     )
     parser.add_argument(
         "--tolerance",
         type=float,
-        help="TFLite: accept this verification bound (relative when quantized)",
+        help=f"{_formats_of('tolerance')}: accept this verification bound "
+        f"(relative when quantized; default: {FLOAT_TOLERANCE:g}, per quantization when "
+        "quantized)",
     )
-    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET, help="ONNX opset")
+    parser.add_argument(
+        "--opset",
+        type=int,
+        help=f"{_formats_of('opset')}: the opset (default: {DEFAULT_OPSET})",
+    )
     add_overwrite_argument(parser)
     parser.set_defaults(handler=export_command)
 
@@ -95,15 +121,23 @@ def export_command(args):
     Wrote c.onnx (onnx, classifier)
     Verified: {...}
     0
+    >>> export_command(parser.parse_args(  # ONNX takes token ids: refused, not ignored
+    ...     ["export", classifier_preset, "--format", "onnx", "--flavour", "string",
+    ...      "-o", "s.onnx"]))
+    Traceback (most recent call last):
+    ...
+    ValueError: --flavour does not apply to --format onnx: ... of --format tflite. ...
     """
+    exporter = exporter_named(args.format)
+    flags = given_flags(args)
+    check_flags(exporter, flags)
     check_target(args.output, args.format, args.overwrite)
     # lazy: keep --help fast
     from kbert.export.model_source import load_model
 
-    exporter = exporter_named(args.format)
     model = load_model(args.model)
-    # The flags this format's export function takes (its row's `options`).
-    options = {name: _option_value(args, name) for name in exporter.options}
+    # Only the flags given: the export function keeps its own defaults.
+    options = {name: _option_value(name, value) for name, value in flags.items()}
     record = load(exporter.export)(
         model, args.output, source=args.model, overwrite=args.overwrite, **options
     )
@@ -118,19 +152,92 @@ def export_command(args):
     return 0
 
 
-def _option_value(args, name):
-    """The exporter's keyword argument `name` from the parsed flags.
+def given_flags(args):
+    """`{option: value}` of the format flags given on the command line (every
+    row's `options`; a flag left out is None).
 
     Example:
     >>> import argparse
-    >>> _option_value(argparse.Namespace(batch_size="dynamic"), "batch_size") is None
-    True
+    >>> given_flags(argparse.Namespace(opset=17, flavour=None, text_pairs=None))
+    {'opset': 17}
     """
-    value = getattr(args, name)
-    if name == "text_pairs":
-        return True if value else None
-    if name == "batch_size" and value not in ("auto", None):
-        return None if value == "dynamic" else int(value)
+    return {
+        name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None
+    }
+
+
+def check_flags(exporter, flags):
+    """Raises `ValueError` naming the first flag of `flags` (`{option: value}`,
+    as `given_flags`) that `exporter`'s row does not take, a value it does not
+    offer, or an option of quantized artifacts given without a quantization.
+
+    Example:
+    >>> from kbert.export.formats import exporter_named
+    >>> check_flags(exporter_named("tflite"), {"flavour": "string"})
+    >>> check_flags(exporter_named("openvino"), {"quantization": "int8"})
+    Traceback (most recent call last):
+    ...
+    ValueError: --quantization does not apply to --format openvino: ...
+    >>> check_flags(exporter_named("onnx"), {"min_agreement": 0.9})
+    Traceback (most recent call last):
+    ...
+    ValueError: --min-agreement applies to a quantized onnx artifact only: ...
+    """
+    name = exporter.name
+    takes = ", ".join(_flag(option) for option in exporter.options) or "none of them"
+    for option in flags:
+        if option not in exporter.options:
+            raise ValueError(
+                f"{_flag(option)} does not apply to --format {name}: it is a flag of "
+                f"--format {_formats_of(option)}. Of the format flags, {name} takes "
+                f"{takes}. Nothing was loaded or written."
+            )
+    for option, offered in (
+        ("flavour", exporter.flavours),
+        ("quantization", tuple(q for q in exporter.quantizations if q)),
+    ):
+        if option in flags and flags[option] not in offered:
+            raise ValueError(
+                f"{_flag(option)} {flags[option]}: --format {name} offers "
+                f"{', '.join(offered)}. Nothing was loaded or written."
+            )
+    if flags.get("quantization") is None:
+        for option in exporter.quantized_options:
+            if option in flags:
+                choices = ", ".join(q for q in exporter.quantizations if q)
+                raise ValueError(
+                    f"{_flag(option)} applies to a quantized {name} artifact only: "
+                    f"pass --quantization ({choices}) too, or leave it out. Nothing "
+                    "was loaded or written."
+                )
+
+
+def _flag(option):
+    """`"min_agreement"` -> `"--min-agreement"`."""
+    return "--" + option.replace("_", "-")
+
+
+def _formats_of(option):
+    """The formats whose row takes `option`, e.g. `"tflite, onnx"`."""
+    return ", ".join(e.name for e in EXPORTERS if option in e.options)
+
+
+def _option_value(name, value):
+    """The exporter's keyword argument `name` from a given flag's value.
+
+    Example:
+    >>> _option_value("batch_size", "dynamic") is None, _option_value("batch_size", "4")
+    (True, 4)
+    """
+    if name == "batch_size" and value != "auto":
+        if value == "dynamic":
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(
+                f"--batch-size {value}: a number, 'dynamic' or 'auto'."
+            ) from None
     return value
 
 
@@ -153,7 +260,8 @@ def add_verify_command(subparsers):
         "it picks for this CPU and at float32) and print a table: size, runtime, "
         "max |artifact - Keras|, agreement with Keras, batch-1 latency, and the "
         "accuracy of a classifier on labelled examples you pass with --data (none "
-        "without it).",
+        "without it). A gate: each row must hold its bounds, by default the ones its "
+        "exporter verified it with; the exit status is 1 when any row misses them.",
     )
     parser.add_argument("artifacts", nargs="+", metavar="artifact")
     parser.add_argument(
@@ -177,11 +285,34 @@ def add_verify_command(subparsers):
         help="examples measured: the first N of --data (at most 32 sentences without)",
     )
     parser.add_argument("--repeats", type=int, default=20, help="timed calls")
+    parser.add_argument(
+        "--max-diff",
+        type=float,
+        help="every artifact row: each output's max |artifact - Keras| at most this "
+        "(default: the row's own bound, the tolerance its exporter verified it with, "
+        f"x max(1, max |Keras|): {FLOAT_TOLERANCE:g}, SavedModel "
+        f"{SAVED_MODEL_TOLERANCE:g}, TFLite the one it records; "
+        "none for a quantized ONNX or OpenVINO at bf16, bounded by agreement)",
+    )
+    parser.add_argument(
+        "--min-agreement",
+        type=float,
+        help="every artifact row: agreement with Keras's predictions (mean cosine for "
+        "embeddings) at least this (default: the row's own bound, the min_agreement "
+        "of a quantized export or of OpenVINO at a precision below float32, "
+        f"{DEFAULT_MIN_AGREEMENT} unless the export chose another; none for float32)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the rows as JSON (bounds, misses, passed) instead of the table",
+    )
     parser.set_defaults(handler=verify_command)
 
 
 def verify_command(args):
-    """Runs `kbert verify`; prints the table.
+    """Runs `kbert verify`; prints the table and the rows that miss their
+    bounds; returns 1 when any row misses them, else 0.
 
     Example:
     >>> import argparse
@@ -190,7 +321,14 @@ def verify_command(args):
     >>> verify_command(parser.parse_args(["verify", onnx_file, "--model", classifier_preset,
     ...                                   "--num-examples", "8", "--repeats", "2"]))
     | artifact ...| keras ...| onnx ...
+    All ... artifact rows hold their bounds.
     0
+    >>> verify_command(parser.parse_args(["verify", onnx_file, "--model", classifier_preset,
+    ...                                   "--num-examples", "8", "--repeats", "2",
+    ...                                   "--max-diff", "0"]))  # doctest: +ELLIPSIS
+    | artifact ...
+    classifier.onnx (onnxruntime (CPU)) misses its bounds: output 'logits' differs ...
+    1
     """
     # lazy: keep --help fast
     from kbert.export import record as records
@@ -198,6 +336,8 @@ def verify_command(args):
     from kbert.export.report import (
         artifact_row,
         artifact_runtimes,
+        gate,
+        json_rows,
         keras_row,
         report_table,
     )
@@ -227,13 +367,29 @@ def verify_command(args):
                     artifact, model, args.num_examples, args.repeats, runtime, **options
                 )
             )
-    print(report_table(rows))
+    rows = gate(rows, args.max_diff, args.min_agreement)
+    missed = [row for row in rows if not row.get("passed", True)]
+    # With --json, stdout is the JSON alone; the words go to stderr.
+    words = sys.stderr if args.json else sys.stdout
+    if args.json:
+        print(json.dumps(json_rows(rows), indent=2))
+    else:
+        print(report_table(rows))
     if labelled is None:
         print(
             "No accuracy without labelled data: pass --data FILE --text-column C "
-            "--label-column L."
+            "--label-column L.",
+            file=words,
         )
-    return 0
+    for row in missed:
+        print(
+            f"{row['artifact']} ({row['runtime']}) misses its bounds: "
+            + "; ".join(row["misses"]),
+            file=words,
+        )
+    if not missed:
+        print(f"All {len(rows) - 1} artifact rows hold their bounds.", file=words)
+    return 1 if missed else 0
 
 
 def _source_model(artifact, record, model, load_model):

@@ -50,7 +50,10 @@ class Exporter:
         export: `"module:<name>"`: `export(model, path, source=None,
             overwrite=False, **options) -> record`, writes and verifies.
         options: the keyword arguments of `export` that `kbert export`
-            passes from its flags of the same name.
+            passes from its flags of the same name; `kbert export` refuses
+            any other flag of a format (`kbert.export.commands.check_flags`).
+        quantized_options: those of `options` that act on a quantized
+            artifact only: refused without `--quantization`.
         flavours: the values of its `flavour=` (`()`: none).
         quantizations: the values of its `quantization=` (`(None,)`: float32
             only).
@@ -61,8 +64,11 @@ class Exporter:
             `kbert verify`: `measure(artifact, record, model, spec, texts,
             features, repeats, runtime)` returns a dict with `outputs`,
             `features` (the inputs the outputs answer), `seconds` (batch-1
-            latency), `runtime` and `format` (the table's words) and,
-            optionally, `tokenizer` (a note below the table).
+            latency), `runtime`, `format` (the table's words), `bound`
+            (`{"tolerance", "relative", "min_agreement"}`: the bound its
+            exporter verified it with, for the `kbert verify` gate; None
+            where it does not bound that) and, optionally, `tokenizer` (a
+            note below the table).
         runtimes: the runtimes `kbert verify` runs an artifact on, one table
             row each (`measure`'s `runtime`).
         optional_runtimes: `{runtime: module}`: runtimes shown only when
@@ -83,6 +89,7 @@ class Exporter:
     name: str
     export: str
     options: tuple
+    quantized_options: tuple
     flavours: tuple
     quantizations: tuple
     runner: str
@@ -103,6 +110,7 @@ EXPORTERS = (
         name="saved_model",
         export="kbert.export.saved_model.exporter:saved_model",
         options=("text_pairs",),
+        quantized_options=(),
         flavours=(),
         quantizations=(None,),
         runner="kbert.export.saved_model.runner:SavedModelRunner",
@@ -130,6 +138,7 @@ EXPORTERS = (
             "tolerance",
             "min_agreement",
         ),
+        quantized_options=("min_agreement",),
         flavours=FLAVOURS,
         quantizations=TFLITE_QUANTIZATIONS,
         runner="kbert.export.tflite.runner:TFLiteRunner",
@@ -149,6 +158,7 @@ EXPORTERS = (
         name="onnx",
         export="kbert.export.onnx.exporter:onnx",
         options=("opset", "quantization", "min_agreement"),
+        quantized_options=("min_agreement",),
         flavours=(),
         quantizations=ONNX_QUANTIZATIONS,
         runner="kbert.export.onnx.runner:OnnxRunner",
@@ -167,7 +177,9 @@ EXPORTERS = (
     Exporter(
         name="openvino",
         export="kbert.export.openvino.exporter:openvino",
+        # Agreement at OpenVINO's default precision (bf16 on AMX CPUs).
         options=("min_agreement",),
+        quantized_options=(),
         flavours=(),
         quantizations=(None,),
         runner="kbert.export.openvino.runner:OpenVinoRunner",
@@ -230,9 +242,14 @@ def check_exporter(exporter):
     for field in ("name", "keras_name"):
         if not getattr(exporter, field):
             problems.append(f"{field}: empty")
-    for field in ("options", "flavours", "quantizations", "runtimes"):
+    for field in ("options", "quantized_options", "flavours", "quantizations", "runtimes"):
         if not isinstance(getattr(exporter, field), tuple):
             problems.append(f"{field}: not a tuple")
+    if isinstance(exporter.options, tuple) and isinstance(
+        exporter.quantized_options, tuple
+    ):
+        if not set(exporter.quantized_options) <= set(exporter.options):
+            problems.append("quantized_options: not all of them in options")
     runtimes = exporter.runtimes or ()
     if not runtimes:
         problems.append("runtimes: empty")

@@ -7,7 +7,9 @@ OpenVINO). For each artifact and runtime: its size, the runtime it ran on, the
 largest difference from the Keras model's outputs, agreement with Keras,
 classifier accuracy when the user passes labelled data (`labelled`, e.g.
 `kbert verify --data FILE`; never a guessed data set) and the batch-1
-latency. A Keras row gives the float32 baseline. Below the table, each
+latency. A Keras row gives the float32 baseline. `gate` checks each row
+against its bounds (by default the bound its exporter verified it with:
+`kbert verify` exits 1 when a row misses it). Below the table, each
 artifact that tokenizes on its own (TFLite `"string"`, MediaPipe) gets a line
 on how its tokenizer reads accented and mobile-style text
 (`kbert.export.tflite.tokenizer_divergence`).
@@ -21,6 +23,7 @@ import keras
 import numpy as np
 
 from kbert.export import record as records
+from kbert.export.checks import allowed_diff
 from kbert.export.formats import exporter_named, load
 from kbert.export.model_source import load_model
 from kbert.export.spec import export_spec, forward, keras_outputs
@@ -212,7 +215,9 @@ def artifact_row(
             `evaluation_data`); without it, accuracy is `None`.
 
     Returns:
-        A dict with the `COLUMNS` keys (`None` where not applicable).
+        A dict with the `COLUMNS` keys (`None` where not applicable), and
+        `max_abs_diff` (per output), `examples` and `bound` (its export's,
+        for `gate`).
 
     Example:
     >>> row = artifact_row(onnx_file, classifier, num_examples=20, repeats=2)
@@ -238,23 +243,119 @@ def artifact_row(
     )
     got, used = measured["outputs"], measured["features"]
     want = keras_outputs(model, used)
-    compared = [k for k in want if k in got]
-    diff = max(float(np.max(np.abs(got[k] - want[k]))) for k in compared)
+    diffs = {k: float(np.max(np.abs(got[k] - want[k]))) for k in want if k in got}
     accuracy, agreement = _quality(spec, got, want, labels)
     row = {
         "artifact": _artifact_name(artifact),
         "format": measured["format"],
         "size MB": artifact_size(artifact) / 1e6,
         "runtime": measured["runtime"],
-        "max |diff|": diff,
+        "max |diff|": max(diffs.values()),
         "accuracy": accuracy,
         "agreement": agreement,
         "latency ms": measured["seconds"] * 1e3,
+        "examples": len(np.asarray(used["token_ids"])),
+        "max_abs_diff": diffs,
+        "bound": _own_bound(measured.get("bound") or {}, want, diffs),
     }
     if measured.get("tokenizer"):
         # Artifacts that tokenize on their own: how they read accented/mobile text.
         row["tokenizer"] = measured["tokenizer"]
     return row
+
+
+def _own_bound(bound, want, diffs):
+    """The bound of the exporter (`measure`'s `bound`), per output as absolute
+    max |diff| (`kbert.export.checks.allowed_diff`), with the words saying so."""
+    tolerance, relative = bound.get("tolerance"), bound.get("relative", False)
+    max_diff = None
+    if tolerance is not None:
+        max_diff = {k: allowed_diff(want[k], tolerance, relative) for k in diffs}
+    scale = "max |Keras|" if relative else "max(1, max |Keras|)"
+    return {
+        "max_diff": max_diff,
+        "max_diff_why": f"its export's bound {tolerance:g} x {scale}" if max_diff else None,
+        "min_agreement": bound.get("min_agreement"),
+    }
+
+
+def gate(rows, max_diff=None, min_agreement=None):
+    """The rows, each artifact row checked against its bounds: `max_diff`
+    (every output's max |artifact - Keras|) and `min_agreement`, each by
+    default the artifact's own (the bound its exporter verified it with:
+    float32 within its tolerance x max(1, max |Keras|); quantized, or run at a
+    lower precision such as OpenVINO's bf16, by agreement >= the export's
+    `min_agreement`). Adds `max_diff_bound` (per output), `min_agreement`,
+    `misses` (why, in words) and `passed`; the Keras row is the reference.
+
+    Example:
+    >>> rows = [artifact_row(onnx_file, classifier, 8, 2)]
+    >>> gate(rows)[0]["passed"], gate(rows, max_diff=0.0)[0]["misses"]
+    (True, ["output 'logits' differs from Keras by ... > 0 (--max-diff)", ...])
+    """
+    checked = []
+    for row in rows:
+        row = dict(row)
+        checked.append(row)
+        if "bound" not in row:  # the Keras row
+            continue
+        own = row["bound"]
+        bounds, why = own["max_diff"], own["max_diff_why"]
+        if max_diff is not None:
+            bounds, why = {k: max_diff for k in row["max_abs_diff"]}, "--max-diff"
+        minimum, agreement_why = own["min_agreement"], "its export's min_agreement"
+        if min_agreement is not None:
+            minimum, agreement_why = min_agreement, "--min-agreement"
+        misses = [
+            f"output {k!r} differs from Keras by {diff:.3g} > {bounds[k]:.3g} ({why})"
+            for k, diff in row["max_abs_diff"].items()
+            if bounds is not None and not diff <= bounds[k]
+        ]
+        agreement = row["agreement"]
+        if minimum is not None and agreement is not None and not agreement >= minimum:
+            misses.append(
+                f"agreement with Keras {agreement:.4f} on {row['examples']} examples "
+                f"< {minimum:g} ({agreement_why})"
+            )
+        row.update(
+            max_diff_bound=bounds, min_agreement=minimum, misses=misses, passed=not misses
+        )
+    return checked
+
+
+def json_rows(rows):
+    """The rows of `gate` for `kbert verify --json`: plain keys, the bounds and
+    whether each row holds them.
+
+    Example:
+    >>> row = json_rows(gate([artifact_row(onnx_file, classifier, 8, 2)]))[0]
+    >>> row["runtime"], row["passed"], sorted(row["max_diff_bound"])
+    ('onnxruntime (CPU)', True, ['logits', 'probabilities'])
+    """
+    keys = {
+        "artifact": "artifact",
+        "format": "format",
+        "runtime": "runtime",
+        "size MB": "size_mb",
+        "max |diff|": "max_diff",
+        "max_abs_diff": "max_abs_diff",
+        "max_diff_bound": "max_diff_bound",
+        "agreement": "agreement",
+        "min_agreement": "min_agreement",
+        "accuracy": "accuracy",
+        "examples": "examples",
+        "latency ms": "latency_ms",
+        "tokenizer": "tokenizer",
+    }
+    return [
+        {
+            **{name: row[key] for key, name in keys.items() if key in row},
+            # The Keras row is the reference: it holds by definition.
+            "passed": row.get("passed", True),
+            "misses": row.get("misses", []),
+        }
+        for row in rows
+    ]
 
 
 def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=None):
@@ -311,8 +412,12 @@ def report_table(rows):
             return f"{value:.2f}"
         return str(value)
 
+    columns = COLUMNS
+    if any("passed" in row for row in rows):  # checked by `gate`
+        columns += ("bounds",)
+        rows = [{**row, "bounds": _verdict(row)} for row in rows]
     table = markdown_table(
-        COLUMNS, [[cell(k, row.get(k)) for k in COLUMNS] for row in rows]
+        columns, [[cell(k, row.get(k)) for k in columns] for row in rows]
     )
     # Artifacts that tokenize on their own: how they read accented/mobile text.
     notes = [
@@ -321,6 +426,13 @@ def report_table(rows):
         if row.get("tokenizer")
     ]
     return "\n".join([table, *notes])
+
+
+def _verdict(row):
+    """The `bounds` cell: `ok`, `MISS`, or `reference` (the Keras row)."""
+    if "passed" not in row:
+        return "reference"
+    return "ok" if row["passed"] else "MISS"
 
 
 def median_seconds(function, repeats=5, warmup=1):

@@ -51,9 +51,11 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     command += ["--text-column", "review", "--label-column", "verdict"]
     args = _parser().parse_args(command)
     assert args.handler(args) == 0
-    table = capsys.readouterr().out.splitlines()[-6:]
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("|")]
     header, _, keras_line, onnx_line, openvino_line, openvino_f32_line = table
     assert header.split("|")[1].strip() == "artifact"
+    assert "All 3 artifact rows hold their bounds." in out  # the gate: exit status 0
     assert "keras" in keras_line and "onnxruntime" in onnx_line
     precision = OpenVinoRunner(artifact).precision  # what OpenVINO picks on this CPU
     assert f"OpenVINO {openvino_version()} CPU ({precision}) default" in openvino_line

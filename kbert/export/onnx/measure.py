@@ -1,6 +1,9 @@
 """A written ONNX file re-measured for `kbert verify`: on onnxruntime and, on
-OpenVINO, at the precision it picks for this CPU and at float32."""
+OpenVINO, at the precision it picks for this CPU and at float32; with the
+bound its exporter verified it with (`token_id_bound`)."""
 
+from kbert.export.checks import FLOAT_TOLERANCE
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.export.report import first_row, median_seconds
@@ -9,22 +12,53 @@ from kbert.export.report import first_row, median_seconds
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     """Outputs and batch-1 latency of the ONNX file at `artifact` on `runtime`
     (see `kbert.export.formats.Exporter.measure`)."""
-    result = run_token_ids(artifact, features, repeats, runtime)
+    result = run_token_ids(artifact, record, features, repeats, runtime)
     quantization = record.get("quantization")
     result["format"] = "onnx" + (f" {quantization}" if quantization else "")
     return result
 
 
-def run_token_ids(path, features, repeats, runtime):
+def token_id_bound(record, precision):
+    """The bound an ONNX file or OpenVINO IR was verified with by its exporter,
+    for a run at `precision`: float32 within the record's tolerance (1e-4);
+    a quantized file, or a run at a lower precision (OpenVINO's bf16), by
+    prediction agreement >= the export's `min_agreement`.
+
+    Example:
+    >>> token_id_bound({"verification": {"tolerance": 1e-4}}, "f32")
+    {'tolerance': 0.0001, 'relative': False, 'min_agreement': None}
+    >>> token_id_bound({"quantized": {"agreement": {"min_agreement": 0.98}}}, "f32")
+    {'tolerance': None, 'relative': False, 'min_agreement': 0.98}
+    >>> token_id_bound({"verification": {"tolerance": 1e-4}}, "bf16")["min_agreement"]
+    0.99
+    """
+    agreement = (record.get("quantized") or record.get("verification") or {}).get(
+        "agreement"
+    ) or {}
+    if record.get("quantized") or precision != "f32":
+        minimum = agreement.get("min_agreement", DEFAULT_MIN_AGREEMENT)
+        return {"tolerance": None, "relative": False, "min_agreement": minimum}
+    tolerance = (record.get("verification") or {}).get("tolerance", FLOAT_TOLERANCE)
+    return {"tolerance": tolerance, "relative": False, "min_agreement": None}
+
+
+def run_token_ids(path, record, features, repeats, runtime):
     """An ONNX file or OpenVINO IR run on token ids: on onnxruntime
     (`"onnxruntime"`) or OpenVINO at its default precision (`"openvino"`) or
-    at float32 (`"openvino_f32"`)."""
+    at float32 (`"openvino_f32"`); with its bound (`token_id_bound`)."""
     if runtime == "onnxruntime":
-        runner, name = OnnxRunner(path), "onnxruntime (CPU)"
+        runner, name, precision = OnnxRunner(path), "onnxruntime (CPU)", "f32"
     else:
         forced = runtime == "openvino_f32"
         runner = OpenVinoRunner(path, precision="f32" if forced else None)
         name = runner.describe() + (" forced" if forced else " default")
+        precision = runner.precision
     got = runner(features)
     seconds = median_seconds(lambda: runner(first_row(features)), repeats=repeats)
-    return {"outputs": got, "features": features, "seconds": seconds, "runtime": name}
+    return {
+        "outputs": got,
+        "features": features,
+        "seconds": seconds,
+        "runtime": name,
+        "bound": token_id_bound(record, precision),
+    }

@@ -1,9 +1,10 @@
 """A written SavedModel re-measured for `kbert verify`: run by TF Serving's
 loader in a fresh TensorFlow-only process, on strings when it has its
-string signature."""
+string signature; bounded as its exporter bounded it (1e-5)."""
 
 import numpy as np
 
+from kbert.export.checks import SAVED_MODEL_TOLERANCE
 from kbert.export.report import first_row
 from kbert.export.saved_model.runner import TEXT_SIGNATURE, TOKEN_SIGNATURE, run_saved_model
 
@@ -24,4 +25,12 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
         "seconds": seconds[1],
         "runtime": "TensorFlow (TF Serving's loader, fresh process)",
         "format": "saved_model",
+        # Its exporter's bound (both signatures within it).
+        "bound": {
+            "tolerance": (record.get("verification") or {}).get(
+                "tolerance", SAVED_MODEL_TOLERANCE
+            ),
+            "relative": False,
+            "min_agreement": None,
+        },
     }

@@ -138,6 +138,11 @@ def tflite(
         raise ValueError(
             f"quantization must be one of {QUANTIZATIONS}; got {quantization!r}."
         )
+    if flavour == "mediapipe" and batch_size not in ("auto", 1):
+        raise ValueError(
+            'flavour="mediapipe" has batch size 1 (MediaPipe Tasks run one text at '
+            f"a time); got batch_size={batch_size!r}."
+        )
     if representative_texts is not None:
         representative_texts = string_list(representative_texts, "representative_texts")
     model = model.merge_lora()  # a LoRA model exports as the plain model it equals

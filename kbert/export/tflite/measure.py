@@ -1,7 +1,8 @@
 """A written TFLite file re-measured for `kbert verify`: on `ai_edge_litert`
 (strings in for the `"string"` flavour), a MediaPipe classifier on MediaPipe
 Tasks' `TextClassifier`; a file that tokenizes on its own gets a note on how
-its tokenizer reads accented and mobile-style text."""
+its tokenizer reads accented and mobile-style text. Its bound is the one its
+exporter verified it with."""
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from kbert.export.tflite.inputs import (
 )
 from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
 from kbert.export.tflite.tokenizer_divergence import describe, tokenizer_divergence
+from kbert.export.tflite.verification import tolerance
 from kbert.export.verification_data import texts_to_features
 
 
@@ -30,6 +32,7 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
         "seconds": seconds,
         "runtime": name,
         "format": f"tflite {flavour} {record.get('quantization') or 'float32'}",
+        "bound": _bound(record),
     }
     if flavour in ("string", "mediapipe"):
         deployment, tokenizer = deployment_preprocessor(
@@ -40,6 +43,23 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
         )
         result["tokenizer"] = describe(divergence)
     return result
+
+
+def _bound(record):
+    """The bound the exporter verified the file with: its recorded tolerance
+    (relative to max |Keras| when quantized) and, quantized, its agreement.
+
+    Example:
+    >>> _bound({"quantization": "dynamic_int8", "verification": {
+    ...     "tolerance": 0.25, "agreement": {"min_agreement": 0.99}}})
+    {'tolerance': 0.25, 'relative': True, 'min_agreement': 0.99}
+    """
+    verification = record.get("verification") or {}
+    quantization = record.get("quantization")
+    bound, relative = tolerance(quantization, verification.get("tolerance"))
+    agreement = verification.get("agreement") or {}
+    minimum = agreement.get("min_agreement") if quantization else None
+    return {"tolerance": bound, "relative": relative, "min_agreement": minimum}
 
 
 def _run(path, record, model, spec, texts, features, repeats):
