@@ -10,6 +10,7 @@ runs in the graph, so clients send raw text.
 """
 
 import dataclasses
+import hashlib
 import weakref
 
 import keras
@@ -127,6 +128,18 @@ def keras_outputs(model, inputs):
 _JAX_FORWARDS = weakref.WeakKeyDictionary()
 
 
+def stateless_forward(model):
+    """`forward` as a pure function `(trainable, non_trainable, inputs) ->
+    outputs` of the model's variable values (JAX: for `jax.jit` and
+    jax2onnx)."""
+
+    def function(trainable, non_trainable, inputs):
+        outputs, _ = model.stateless_call(trainable, non_trainable, inputs, training=False)
+        return model.export_outputs(outputs)
+
+    return function
+
+
 def _jax_forward(model):
     """`forward` as one jitted function of the model's variables: eager JAX
     compiles every op of every call on its own (141 compilations, 19 s, for
@@ -134,14 +147,25 @@ def _jax_forward(model):
     if model not in _JAX_FORWARDS:
         import jax  # lazy: the JAX backend only
 
-        def stateless_forward(trainable, non_trainable, inputs):
-            outputs, _ = model.stateless_call(
-                trainable, non_trainable, inputs, training=False
-            )
-            return model.export_outputs(outputs)
-
-        _JAX_FORWARDS[model] = jax.jit(stateless_forward)
+        _JAX_FORWARDS[model] = jax.jit(stateless_forward(model))
     return _JAX_FORWARDS[model]
+
+
+def weights_fingerprint(model):
+    """A hash of the model's weights (names, shapes, values): equal for an
+    unchanged model, different once training or loading changed one weight.
+
+    Example:
+    >>> before = weights_fingerprint(classifier)
+    >>> before == weights_fingerprint(classifier)
+    True
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    for variable in model.weights:
+        value = np.ascontiguousarray(keras.ops.convert_to_numpy(variable.value))
+        digest.update(f"{variable.path}:{value.dtype}:{value.shape}".encode())
+        digest.update(value.data)
+    return digest.hexdigest()
 
 
 def token_input_shape(spec, batch_size=None, sequence_length=None, name="token_ids"):

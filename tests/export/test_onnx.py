@@ -110,3 +110,36 @@ def test_onnx_question_answerer_outputs(tmp_path):
     got = dict(zip(["start_logits", "end_logits"], session.run(None, inputs)))
     for name, want in keras_outputs(model, inputs).items():
         np.testing.assert_allclose(got[name], want, atol=1e-4, rtol=0)
+
+
+def test_one_model_is_converted_once_until_its_weights_change(tmp_path, monkeypatch):
+    from kbert.export.onnx import exporter
+
+    conversions = []
+    converter = getattr(exporter, f"_from_{keras.backend.backend()}")
+    monkeypatch.setattr(
+        exporter,
+        converter.__name__,
+        lambda *args: conversions.append(1) or converter(*args),
+    )
+    model = tiny_model(num_classes=2)
+    first = kbert.export.onnx(model, str(tmp_path / "a.onnx"))
+    kbert.export.openvino(model, str(tmp_path / "ov"))
+    again = kbert.export.onnx(model, str(tmp_path / "b.onnx"))
+    assert len(conversions) == 1
+    assert again["verification"] == first["verification"]
+    with open(tmp_path / "a.onnx", "rb") as a, open(tmp_path / "b.onnx", "rb") as b:
+        assert onnx.load(a).graph == onnx.load(b).graph
+
+    kernel = model.classifier.kernel
+    kernel.assign(kernel.value * 2.0)
+    kbert.export.onnx(model, str(tmp_path / "c.onnx"))
+    assert len(conversions) == 2
+    feeds = features(model, verification_texts(4, offset=7))
+    runner = onnxruntime.InferenceSession(str(tmp_path / "c.onnx"))
+    np.testing.assert_allclose(
+        runner.run(["logits"], feeds)[0],
+        keras_outputs(model, feeds)["logits"],
+        atol=1e-4,
+        rtol=0,
+    )

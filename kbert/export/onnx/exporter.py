@@ -15,6 +15,7 @@ Inputs are int32 `token_ids`, `segment_ids`, `padding_mask` (and
 
 import os
 import pathlib
+import weakref
 
 import keras
 import numpy as np
@@ -29,13 +30,25 @@ from kbert.export.onnx.quantization import (
 )
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.record import build_record, write_with_record
-from kbert.export.spec import export_spec, forward, keras_outputs
+from kbert.export.spec import (
+    export_spec,
+    forward,
+    keras_outputs,
+    stateless_forward,
+    weights_fingerprint,
+)
 from kbert.export.verification_data import verification_data
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_file
 
 MIN_OPSET = 17
 JAX_MIN_OPSET = 18
+# The last verified float32 file per model (while the model lives), with its
+# verification: exporting one model to ONNX, quantized ONNX and OpenVINO in
+# one process converts and verifies it once (tf2onnx takes 30 s for MiniLM).
+# Keyed by backend, opset and a hash of the weights, so a model trained or
+# changed in between is converted again.
+_VERIFIED = weakref.WeakKeyDictionary()
 
 
 def onnx(
@@ -116,14 +129,22 @@ def onnx(
     backend = keras.backend.backend()
     converters = {"tensorflow": _from_tensorflow, "torch": _from_torch, "jax": _from_jax}
     data = verification_data(model, spec)
+    key = (backend, opset, weights_fingerprint(model))
     with atomic_file(path) as tmp:
-        proto = converters[backend](model, spec, opset, data.token_batches[0])
-        _order_outputs(proto, spec)
-        name_axes(proto, spec)
-        _check_proto(proto, spec, opset)
-        with open(tmp, "wb") as file:
-            file.write(proto.SerializeToString())
-        verification = verify_onnx(model, spec, tmp, data)
+        if _VERIFIED.get(model, (None,))[0] == key:
+            serialized, verification = _VERIFIED[model][1:]
+            with open(tmp, "wb") as file:
+                file.write(serialized)
+        else:
+            proto = converters[backend](model, spec, opset, data.token_batches[0])
+            _order_outputs(proto, spec)
+            name_axes(proto, spec)
+            _check_proto(proto, spec, opset)
+            serialized = proto.SerializeToString()
+            with open(tmp, "wb") as file:
+                file.write(serialized)
+            verification = verify_onnx(model, spec, tmp, data)
+            _VERIFIED[model] = (key, serialized, verification)
         quantized = None
         if quantization:
             quantized = quantize_and_verify(model, spec, tmp, quantization, min_agreement)
@@ -276,11 +297,10 @@ def _from_jax(model, spec, opset, sample):
     trainable = [v.value for v in model.trainable_variables]
     non_trainable = [v.value for v in model.non_trainable_variables]
 
+    pure = stateless_forward(model)
+
     def function(*inputs):
-        raw, _ = model.stateless_call(
-            trainable, non_trainable, dict(zip(spec.token_inputs, inputs)), training=False
-        )
-        outputs = model.export_outputs(raw)
+        outputs = pure(trainable, non_trainable, dict(zip(spec.token_inputs, inputs)))
         return tuple(outputs[name] for name in spec.output_names)
 
     batch, sequence, positions = jax.export.symbolic_shape(
