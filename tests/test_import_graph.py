@@ -45,6 +45,7 @@ LAZY = {
     "mediapipe",
     "huggingface_hub",  # optional: hf:// handles only
     "matplotlib",
+    "ray",  # optional: the distributed engine, kbert-keras[ray]
 }
 
 # Keras' TensorFlow backend loads TensorFlow.

@@ -17,6 +17,7 @@ import sys
 
 from kbert.pretraining.config import DISTRIBUTIONS, PretrainingConfig
 from kbert.utils.artifact_kinds import add_overwrite_argument
+from kbert.utils.ray_engine import ENGINES
 
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(PretrainingConfig)}
 
@@ -72,6 +73,24 @@ def add_pretrain_command(subparsers):
         choices=("static", "dynamic"),
         default=DEFAULTS["masking"],
         help="mask once when creating data, or anew every epoch",
+    )
+    data.add_argument(
+        "--data-engine",
+        choices=ENGINES,
+        default=DEFAULTS["data_engine"],
+        help="create the data in this process, or on Ray Data workers (pip install "
+        "kbert-keras[ray]): the same records for the same seed",
+    )
+    data.add_argument(
+        "--data-workers",
+        type=int,
+        default=DEFAULTS["data_workers"],
+        help="Ray workers creating the data",
+    )
+    data.add_argument(
+        "--ray-address",
+        help="a Ray cluster to create the data on (ray://head:10001, auto); default: a "
+        "local Ray on 127.0.0.1 with --data-workers CPUs",
     )
     model = parser.add_argument_group("model")
     model.add_argument("--num-layers", type=int, default=DEFAULTS["num_layers"])

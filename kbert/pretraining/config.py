@@ -45,6 +45,10 @@ class PretrainingConfig:
     masking: str = (
         "dynamic"  # "static": mask once when creating data; "dynamic": every epoch
     )
+    # Creating the data on a distributed engine (kbert.utils.ray_engine).
+    data_engine: str = "local"  # "local" (this process) or "ray"
+    data_workers: int = 2  # Ray workers for the data (a local Ray on 127.0.0.1)
+    ray_address: str = None  # a Ray cluster to create the data on instead
     # Model.
     num_layers: int = 4
     hidden_dim: int = 256

@@ -7,11 +7,17 @@ records stream to disk, so memory stays flat however large the corpus is.
 `dupe_factor` passes over the corpus give each document several different
 pairings and masks.
 
+Work is cut into windows of `document_buffer_size` documents per pass, each
+seeded by `(seed, pass, window)` (`WindowRecords`), so `engine="ray"` runs
+the windows on Ray Data workers and writes what the one-process run writes.
+
 Two modes: `masking="static"` masks once here and writes the original
 features (`masked_lm_*` included); `masking="dynamic"` writes unmasked pairs
 and `pretraining_dataset` masks them anew every epoch.
 """
 
+import dataclasses
+import functools
 import json
 import os
 import random
@@ -24,6 +30,7 @@ from kbert.pretraining.instances import create_pair_instances
 from kbert.pretraining.masking import MaskedLMMasker, load_vocabulary
 from kbert.pretraining.tfrecords import ShardedRecordWriter, serialize_example
 from kbert.utils.atomic import atomic_directory
+from kbert.utils.ray_engine import check_engine, ordered_map
 
 METADATA_FILE = "metadata.json"
 VOCABULARY_FILE = "vocab.txt"
@@ -47,6 +54,10 @@ def create_pretraining_data(
     document_buffer_size=1000,
     shuffle_buffer_size=10000,
     progress=True,
+    engine="local",
+    workers=2,
+    address=None,
+    init_args=None,
 ):
     """Writes pretraining TFRecords plus `metadata.json` and `vocab.txt`.
 
@@ -61,6 +72,11 @@ def create_pretraining_data(
         vocabulary: list of tokens or `vocab.txt` path; defaults to
             `tokenizer.get_vocabulary()`.
         masking: "static" (mask here, `dupe_factor` times) or "dynamic".
+        engine: "local" (this process) or "ray": windows of documents are
+            tokenized, paired and masked on `workers` Ray Data workers (a
+            local Ray on 127.0.0.1, or the cluster at `address`; `init_args`
+            go to `ray.init`), and this process writes their records in
+            window order: the same files as the local run, byte for byte.
 
     Returns the metadata dict (`num_instances`, `num_tokens`, file names...).
 
@@ -71,6 +87,7 @@ def create_pretraining_data(
     >>> metadata["max_seq_length"], metadata["num_instances"] > 0
     (16, True)
     """
+    check_engine(engine, workers)
     if masking not in ("static", "dynamic"):
         raise ValueError(f"masking must be 'static' or 'dynamic'; got {masking!r}.")
     if vocabulary is None:
@@ -89,36 +106,34 @@ def create_pretraining_data(
         max_predictions_per_seq=max_predictions_per_seq,
         whole_word_masking=whole_word_masking,
     )
-    encoder = _RecordEncoder(masker if masking == "static" else None, max_seq_length, seed)
-    rng = random.Random(seed)
-    shuffle_buffer = _ShuffleBuffer(shuffle_buffer_size, rng)
+    make_worker = functools.partial(
+        WindowRecords,
+        tokenizer,
+        cls_id,
+        sep_id,
+        masker if masking == "static" else None,
+        max_seq_length,
+        short_seq_prob,
+        seed,
+    )
+    tasks = window_tasks(open_documents, dupe_factor, document_buffer_size)
+    results = ordered_map(make_worker, tasks, engine, workers, address, init_args)
+    shuffle_buffer = _ShuffleBuffer(shuffle_buffer_size, random.Random(seed))
     total = _length_or_none(documents)
     bar = _progress_bar(progress, total * dupe_factor if total else None)
+    num_tokens = 0
 
     with atomic_directory(output_dir) as tmp:
         with ShardedRecordWriter(os.path.join(tmp, "data"), num_shards) as writer:
-            for _ in range(dupe_factor):
-                previous = []
-                for window in _windows(open_documents(), document_buffer_size):
-                    tokenized = _tokenize_documents(tokenizer, window)
-                    rng.shuffle(tokenized)
-                    for index, document in enumerate(tokenized):
-                        others = _Others(tokenized, index, fallback=previous)
-                        for instance in create_pair_instances(
-                            document,
-                            others,
-                            rng,
-                            cls_id,
-                            sep_id,
-                            max_seq_length=max_seq_length,
-                            short_seq_prob=short_seq_prob,
-                        ):
-                            encoder.add(shuffle_buffer.add(instance), writer)
-                    bar.update(len(window))
-                    previous = tokenized
-            for instance in shuffle_buffer.drain():
-                encoder.add(instance, writer)
-            encoder.flush(writer)
+            for records, tokens, num_documents in results:
+                num_tokens += tokens
+                for record in records:
+                    record = shuffle_buffer.add(record)
+                    if record is not None:
+                        writer.write(record)
+                bar.update(num_documents)
+            for record in shuffle_buffer.drain():
+                writer.write(record)
         bar.close()
         metadata = {
             "format": "kbert-pretraining-tfrecord",
@@ -132,7 +147,7 @@ def create_pretraining_data(
             "seed": seed,
             "vocabulary_size": len(vocabulary),
             "num_instances": writer.num_records,
-            "num_tokens": encoder.num_tokens,
+            "num_tokens": num_tokens,
             "files": [os.path.basename(path) for path in writer.paths],
         }
         with open(os.path.join(tmp, METADATA_FILE), "w") as file:
@@ -142,41 +157,105 @@ def create_pretraining_data(
     return metadata
 
 
-class _RecordEncoder:
-    """Pads instances, masks them in batches (static mode) and writes them."""
+@dataclasses.dataclass(frozen=True)
+class WindowTask:
+    """One unit of work: a window of documents in one `dupe_factor` pass.
 
-    def __init__(self, masker, max_seq_length, seed):
+    `previous` holds the window before it when this one may have a single
+    document (its random B segments then come from there), else None.
+    """
+
+    pass_index: int
+    window_index: int
+    documents: list
+    previous: list = None
+
+
+def window_tasks(open_documents, dupe_factor, size):
+    """The `WindowTask`s of every pass, in order: windows of `size` documents.
+
+    Example:
+    >>> documents = [["a b.", "c d."], ["e f."], ["g h."]]
+    >>> [(t.pass_index, t.window_index, len(t.documents))
+    ...  for t in window_tasks(lambda: documents, dupe_factor=2, size=2)]
+    [(0, 0, 2), (0, 1, 1), (1, 0, 2), (1, 1, 1)]
+    """
+    for pass_index in range(dupe_factor):
+        previous = []
+        for index, window in enumerate(_windows(open_documents(), size)):
+            alone = sum(any(s.strip() for s in document) for document in window) < 2
+            yield WindowTask(pass_index, index, window, previous if alone else None)
+            previous = window
+
+
+class WindowRecords:
+    """A worker: a window's documents -> sentence pairs -> (masked) records.
+
+    Everything random is seeded by `(seed, pass, window)`, so a window gives
+    the same records in any process and in any order: the one-process run
+    and a run on a distributed engine write the same instances. Called on a
+    `WindowTask`, returns `(serialized records, real tokens, documents)`.
+    """
+
+    def __init__(
+        self, tokenizer, cls_id, sep_id, masker, max_seq_length, short_seq_prob, seed
+    ):
+        self.tokenizer = tokenizer
+        self.cls_id, self.sep_id = cls_id, sep_id
         self.masker = masker
         self.max_seq_length = max_seq_length
+        self.short_seq_prob = short_seq_prob
         self.seed = seed
-        self.pending = []
-        self.num_batches = 0
-        self.num_tokens = 0
         self._mask_fn = None
 
-    def add(self, instance, writer):
-        if instance is None:
-            return
-        self.pending.append(instance)
-        if len(self.pending) == _MASKING_BATCH:
-            self.flush(writer)
+    def _shuffled(self, documents, pass_index, window_index):
+        rng = random.Random(f"{self.seed}/{pass_index}/{window_index}")
+        tokenized = _tokenize_documents(self.tokenizer, documents)
+        rng.shuffle(tokenized)
+        return tokenized, rng
 
-    def flush(self, writer):
-        if not self.pending:
-            return
-        size = len(self.pending)
+    def __call__(self, task):
+        tokenized, rng = self._shuffled(task.documents, task.pass_index, task.window_index)
+        previous = []
+        if task.previous and len(tokenized) == 1:
+            previous = self._shuffled(
+                task.previous, task.pass_index, task.window_index - 1
+            )[0]
+        instances = []
+        for index, document in enumerate(tokenized):
+            others = _Others(tokenized, index, fallback=previous)
+            instances.extend(
+                create_pair_instances(
+                    document,
+                    others,
+                    rng,
+                    self.cls_id,
+                    self.sep_id,
+                    max_seq_length=self.max_seq_length,
+                    short_seq_prob=self.short_seq_prob,
+                )
+            )
+        records, tokens = [], 0
+        for batch, start in enumerate(range(0, len(instances), _MASKING_BATCH)):
+            chunk = instances[start : start + _MASKING_BATCH]
+            mask_seed = (task.pass_index << 40) | (task.window_index << 16) | batch
+            tokens += self._encode(chunk, mask_seed, records)
+        return records, tokens, len(task.documents)
+
+    def _encode(self, instances, mask_seed, records):
+        """Pads `instances`, masks them (static mode), appends their records."""
+        size = len(instances)
         input_ids = np.zeros((size, self.max_seq_length), "int64")
         segment_ids = np.zeros_like(input_ids)
-        for row, instance in enumerate(self.pending):
+        for row, instance in enumerate(instances):
             input_ids[row, : len(instance.token_ids)] = instance.token_ids
             segment_ids[row, : len(instance.segment_ids)] = instance.segment_ids
         input_mask = (
             np.arange(self.max_seq_length)[None]
-            < np.array([len(instance.token_ids) for instance in self.pending])[:, None]
+            < np.array([len(instance.token_ids) for instance in instances])[:, None]
         ).astype("int64")
-        labels = np.array([int(i.is_random_next) for i in self.pending], "int64")
-        self.num_tokens += int(input_mask.sum())
-        masked = self._mask(input_ids, input_mask) if self.masker else None
+        labels = np.array([int(i.is_random_next) for i in instances], "int64")
+        masked = self._mask(input_ids, input_mask, mask_seed) if self.masker else None
         for row in range(size):
             features = {
                 "input_ids": input_ids[row],
@@ -189,11 +268,10 @@ class _RecordEncoder:
                 features["masked_lm_ids"] = masked["mask_ids"][row]
                 features["masked_lm_weights"] = masked["mask_weights"][row]
             features["next_sentence_labels"] = labels[row : row + 1]
-            writer.write(serialize_example(features))
-        self.pending = []
-        self.num_batches += 1
+            records.append(serialize_example(features))
+        return int(input_mask.sum())
 
-    def _mask(self, input_ids, input_mask):
+    def _mask(self, input_ids, input_mask, mask_seed):
         import tensorflow as tf  # lazy: TF only when pretraining data is created or read
 
         if self._mask_fn is None:
@@ -202,7 +280,7 @@ class _RecordEncoder:
             self._mask_fn = tf.function(
                 self.masker.__call__, input_signature=[ids, ids, seed]
             )
-        seed = tf.constant([self.seed, self.num_batches], tf.int64)
+        seed = tf.constant([self.seed, mask_seed], tf.int64)
         out = self._mask_fn(tf.constant(input_ids), tf.constant(input_mask), seed)
         return {name: value.numpy() for name, value in out.items()}
 

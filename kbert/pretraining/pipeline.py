@@ -96,6 +96,9 @@ def _pretrain(config):
         short_seq_prob=config.short_seq_prob,
         whole_word_masking=config.whole_word_masking,
         progress=not config.quiet,
+        engine=config.data_engine,
+        workers=config.data_workers,
+        address=config.ray_address,
     )
     train_dir = os.path.join(output, "data", "train")
     eval_dir = os.path.join(output, "data", "eval")

@@ -53,7 +53,9 @@ def serialize_example(features):
             feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
         else:
             feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    example = tf.train.Example(features=tf.train.Features(feature=feature))
+    # Map entries in key order: the same bytes in every process (hash seeds differ).
+    return example.SerializeToString(deterministic=True)
 
 
 class ShardedRecordWriter:

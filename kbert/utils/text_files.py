@@ -2,6 +2,7 @@
 file (and the line)."""
 
 import csv
+import glob
 import io
 import json
 import os
@@ -24,6 +25,44 @@ def read_text(path):
     if not text.strip():
         raise ValueError(f"{path}: the file is empty.")
     return text
+
+
+def read_lines(path):
+    """One text per line, blank lines kept (as ""), so that row i is line i+1.
+
+    A final newline ends the last line; lines end at "\\n" (a "\\r" before
+    it is dropped), not at the other characters `str.splitlines` breaks on.
+
+    Example:
+    >>> with open("texts.txt", "w") as file:
+    ...     _ = file.write("first\\n\\nthird\\n")
+    >>> read_lines("texts.txt")
+    ['first', '', 'third']
+    """
+    lines = read_text(path).split("\n")
+    if lines[-1] == "":  # the newline ending the last line
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def expand_glob(pattern):
+    """The files a path or glob names, sorted; a clear error when none match.
+
+    A pattern without `*`, `?` or `[` is one path, returned as is (reading it
+    says when it is missing).
+
+    Example:
+    >>> expand_glob("reviews-*.txt")
+    Traceback (most recent call last):
+    ValueError: reviews-*.txt: no files match.
+    """
+    pattern = os.fspath(pattern)
+    if not glob.has_magic(pattern):
+        return [pattern]
+    paths = sorted(path for path in glob.glob(pattern) if os.path.isfile(path))
+    if not paths:
+        raise ValueError(f"{pattern}: no files match.")
+    return paths
 
 
 def read_json(path):

@@ -1,0 +1,152 @@
+"""`distributed_predict` and `kbert embed --engine ray` on 2 local Ray workers.
+
+The heavy checks run once, in the PyTorch run: `kbert embed` over 2,000 real
+Rotten Tomatoes reviews with blank lines (two input files, shards out, one
+shard failing once) with the tiny real-vocabulary embedder, and the demo
+classifier (all-MiniLM-L6-v2 fine-tuned) on 500 of them (all 2,000 take
+about 95 s on this shared 2-core machine, over the suite's budget): sharding, ordering and retries are the engine's and do not
+depend on the Keras backend, and a model's numerics per backend are
+tests/models' business. Every backend runs a cheap check: a tiny model on 2
+Ray workers, which load it on that backend.
+
+Ray starts here, on 127.0.0.1 with 2 CPUs and no dashboard, once per module,
+and is shut down after it; every test is bounded by an alarm.
+"""
+
+import contextlib
+import os
+import signal
+
+import keras
+import numpy as np
+import pytest
+
+pytest.importorskip("ray", reason="kbert-keras[ray] is not installed")
+
+from kbert.cli import main  # noqa: E402
+from kbert.data import rotten_tomatoes  # noqa: E402
+from kbert.inference.distributed_predict import distributed_predict  # noqa: E402
+from kbert.utils import ray_engine  # noqa: E402
+
+HEAVY = pytest.mark.skipif(
+    keras.backend.backend() != "torch",
+    reason="the 2,000-review runs go once, in the PyTorch run (see the docstring)",
+)
+
+
+@contextlib.contextmanager
+def bounded(seconds):
+    """Raises TimeoutError in the test when the block runs past `seconds`."""
+
+    def expire(*_):
+        raise TimeoutError(f"over {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(scope="module")
+def ray_workers(tmp_path_factory):
+    """A local Ray with 2 worker CPUs; item 1 of the first Ray map fails once."""
+    marker = tmp_path_factory.mktemp("fail") / "failed-once"
+    saved = os.environ.get(ray_engine.FAIL_ONCE_VARIABLE)
+    os.environ[ray_engine.FAIL_ONCE_VARIABLE] = f"1:{marker}"
+    # Ray's memory monitor judges the whole (shared) machine: off for the test.
+    os.environ["RAY_memory_monitor_refresh_ms"] = "0"
+    session = ray_engine.ray_session(2)
+    try:
+        with bounded(60):
+            session.__enter__()
+        yield marker
+        session.__exit__(None, None, None)
+    finally:
+        os.environ.pop(ray_engine.FAIL_ONCE_VARIABLE)
+        os.environ.pop("RAY_memory_monitor_refresh_ms")
+        if saved is not None:
+            os.environ[ray_engine.FAIL_ONCE_VARIABLE] = saved
+
+
+def reviews(count=2000, blank_every=150):
+    """`count` real reviews, one line each, a blank line every `blank_every`."""
+    texts, _ = rotten_tomatoes(categories=("fresh", "rotten"))
+    texts = iter(" ".join(text.split()) for text in texts)
+    return ["" if i % blank_every == 7 else next(texts) for i in range(count)]
+
+
+def cosine(a, b):
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@HEAVY
+def test_embed_command_on_ray_matches_one_process(ray_workers, tmp_path, tiny_preset):
+    texts = reviews()
+    assert len(texts) == 2000 and texts.count("") == 14
+    for part in range(2):  # a glob in: two files of 1,000 lines
+        lines = texts[part * 1000 : (part + 1) * 1000]
+        (tmp_path / f"reviews-{part}.txt").write_text("\n".join(lines) + "\n")
+    pattern = str(tmp_path / "reviews-*.txt")
+    with bounded(240):
+        model = ["--preset", tiny_preset]
+        assert main(["embed", pattern, str(tmp_path / "one.npy"), *model]) == 0
+        argv = ["embed", pattern, str(tmp_path / "ray" / "part-*.npy"), "--engine", "ray"]
+        assert main([*argv, *model, "--workers", "2", "--shard-size", "400"]) == 0
+    # Shards out: one file per input file, in order.
+    parts = sorted((tmp_path / "ray").glob("part-*.npy"))
+    assert [p.name for p in parts] == ["part-00000-of-00002.npy", "part-00001-of-00002.npy"]
+    distributed = np.concatenate([np.load(p) for p in parts])
+    one = np.load(tmp_path / "one.npy")
+    assert distributed.shape == one.shape and len(one) == 2000
+    assert cosine(distributed, one).min() >= 0.99999
+    # Shard 1 failed once and ran again; its rows count once.
+    assert ray_workers.exists()
+
+
+@HEAVY
+def test_classifier_predictions_on_ray_equal_one_process(ray_workers):
+    import kbert
+    from tests.trained_models import demo_classifier_preset
+
+    preset = demo_classifier_preset()
+    texts = reviews()[:500]
+    with bounded(240):
+        distributed = distributed_predict(preset, texts, workers=2, shard_size=125)
+        one = kbert.BertClassifier.from_preset(preset).predict(texts, verbose=0)
+    assert distributed.shape == one.shape == (500, 2)
+    np.testing.assert_array_equal(distributed.argmax(-1), one.argmax(-1))
+    np.testing.assert_allclose(distributed, one, atol=1e-4)
+
+
+def test_a_model_in_memory_runs_on_ray_workers_of_this_backend(ray_workers, tiny_preset):
+    import kbert
+
+    embedder = kbert.BertTextEmbedder.from_preset(tiny_preset)
+    texts = reviews(count=60, blank_every=20)
+    with bounded(120):
+        distributed = distributed_predict(embedder, texts, workers=2, shard_size=25)
+    one = embedder.predict(texts, verbose=0)
+    assert cosine(distributed, one).min() >= 0.99999
+
+
+def test_bad_engine_inputs_are_refused_clearly(tmp_path, tiny_preset, monkeypatch):
+    with pytest.raises(ValueError, match="Unknown engine 'beam'"):
+        distributed_predict(tiny_preset, ["a"], engine="beam")
+    with pytest.raises(ValueError, match="no files match"):
+        distributed_predict(tiny_preset, str(tmp_path / "none-*.txt"), engine="local")
+    with pytest.raises(ValueError, match="no such file"):
+        distributed_predict(tiny_preset, str(tmp_path / "missing.txt"), engine="local")
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        distributed_predict(tiny_preset, ["a"], workers=0)
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # not installed
+    with pytest.raises(ImportError, match=r"pip install kbert-keras\[ray\]"):
+        distributed_predict(tiny_preset, ["a"], engine="ray")
+
+
+def test_embed_command_refuses_an_empty_glob(tmp_path, capsys):
+    argv = ["embed", str(tmp_path / "none-*.txt"), str(tmp_path / "e.npy")]
+    assert main([*argv, "--engine", "ray"]) == 1
+    assert "no files match" in capsys.readouterr().err
