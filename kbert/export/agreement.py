@@ -23,6 +23,7 @@ What "agreement" means per task:
 import numpy as np
 
 from kbert.export.checks import ExportVerificationError, max_abs_diff, merge_diffs
+from kbert.export.formats import AGREEMENT_TEXTS
 from kbert.export.spec import keras_outputs
 from kbert.export.verification_data import (
     checked_features,
@@ -31,10 +32,6 @@ from kbert.export.verification_data import (
     verification_inputs,
 )
 
-# 0.99 then allows 5 different predictions. The Keras reference dominates the
-# cost: eager MiniLM-L6 on torch took about 0.1 s per review on this 2-core
-# machine (busy), i.e. a minute per export.
-AGREEMENT_TEXTS = 500
 BATCH_SIZE = 32
 
 

@@ -14,6 +14,7 @@ import sys
 
 from kbert.export.checks import FLOAT_TOLERANCE, SAVED_MODEL_TOLERANCE
 from kbert.export.formats import (
+    AGREEMENT_TEXTS,
     ALL_FLAVOURS,
     ALL_QUANTIZATIONS,
     DEFAULT_MIN_AGREEMENT,
@@ -281,8 +282,10 @@ def add_verify_command(subparsers):
     parser.add_argument(
         "--num-examples",
         type=int,
-        default=200,
-        help="examples measured: the first N of --data (at most 32 sentences without)",
+        default=AGREEMENT_TEXTS,
+        help="examples measured: the first N of --data, or without it N held-out "
+        "reviews (default: the reviews the exporters check agreement on, so a "
+        "quantized artifact is judged on the texts it was verified on)",
     )
     parser.add_argument("--repeats", type=int, default=20, help="timed calls")
     parser.add_argument(

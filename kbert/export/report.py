@@ -118,7 +118,7 @@ def evaluation_data(model, spec, num_examples, labelled=None, where="labelled da
     True
     """
     if labelled is None:
-        texts = verification_inputs(spec, min(num_examples, 32))
+        texts = verification_inputs(spec, num_examples)
         labels = None
     else:
         if spec.task != "classifier" or model.problem_type != "single_label":
@@ -206,7 +206,8 @@ def artifact_row(
             file written by `kbert.export`.
         model: the Keras model, or its preset directory / `.keras` file;
             default: the source the artifact's export record names.
-        num_examples: examples measured (at most 32 when not `labelled`).
+        num_examples: examples measured: the first of `labelled`, or held-out
+            reviews (`verification_inputs`).
         repeats: timed batch-1 calls for the latency.
         runtime: one of `artifact_runtimes(artifact)`; default the first:
             for an ONNX file `"onnxruntime"`, else `"openvino"` (OpenVINO
