@@ -59,8 +59,20 @@ def test_onnx_dynamic_axes_and_parity(tmp_path):
     default = OpenVinoRunner(path)
     plugin = openvino.Core().get_property("CPU", "INFERENCE_PRECISION_HINT")
     assert default.precision == plugin.get_type_name()
-    got = default(inputs)
-    assert np.mean(np.argmax(got["logits"], -1) == np.argmax(want["logits"], -1)) >= 2 / 3
+    # At that precision, on 64 real sentences: logits within a bound (float32
+    # 1e-4; bf16 on CPUs with AVX512_BF16/AMX keeps ~3 significant digits,
+    # 1.4-2.1e-2 measured on the review classifier: 5e-2 x max(1, |logits|)),
+    # and every prediction whose top-2 margin that bound cannot cross kept.
+    sentences = features(model, verification_texts(64, offset=100))
+    want = keras_outputs(model, sentences)["logits"]
+    got = default(sentences)["logits"]
+    bound = 1e-4 if default.precision == "f32" else 5e-2 * max(1.0, np.abs(want).max())
+    assert np.max(np.abs(got - want)) <= bound
+    top2 = np.sort(want, axis=-1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 2 * bound
+    kept = np.argmax(got, -1) == np.argmax(want, -1)
+    assert np.mean(clear) >= 0.5 and np.all(kept[clear])  # most are clear, none flip
+    assert np.mean(kept) >= 0.9
 
     assert record["backend"] == keras.backend.backend()
     assert read_record(path)["labels"] == ["neg", "neutral", "pos"]

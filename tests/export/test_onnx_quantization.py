@@ -12,7 +12,13 @@ import pytest
 
 import kbert.export
 from kbert.export import agreement
-from kbert.export.onnx.outliers import head_matmuls, split_outlier_channels, weight_matmuls
+from kbert.export.onnx import quantization
+from kbert.export.onnx.outliers import (
+    PREFIX,
+    head_matmuls,
+    split_outlier_channels,
+    weight_matmuls,
+)
 from kbert.export.onnx.quantization import calibration_feeds, quantize_and_verify
 from kbert.export.record import read_record
 from kbert.export.spec import export_spec
@@ -120,6 +126,13 @@ def test_quantized_export_records_agreement_and_refuses_below_the_minimum(
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 160)  # two exports: keep it short
+    # A tiny random model has no channel 3x the median one's (BERT's outliers
+    # come from pretraining): at 1.5x it has some, so the record has a count
+    # to be checked against the file.
+    recipe = quantization.QuantizationRecipe(
+        "dynamic", outlier_ratio=1.5, max_outlier_channels=4
+    )
+    monkeypatch.setitem(quantization.RECIPES, "dynamic_int8", recipe)
     model = tiny_model(num_classes=2)
     near_ties(model)
     path = tmp_path / "classifier_int8.onnx"
@@ -132,7 +145,18 @@ def test_quantized_export_records_agreement_and_refuses_below_the_minimum(
     assert measured == record["quantized"]["agreement"]["value"]
     assert stored["quantized"]["agreement"]["texts"].startswith("160 real texts")
     assert 0.5 <= measured < 1.0  # this model's near-tied reviews do flip
-    assert stored["quantized"]["outlier_channels"]["tensors"] >= 0
+    # The outlier channels recorded are the ones split off in the file: one
+    # `kbert_outliers/<i>/channels` index list per activation tensor.
+    split = {
+        i.name: len(onnx.numpy_helper.to_array(i))
+        for i in onnx.load(str(path)).graph.initializer
+        if i.name.startswith(PREFIX + "/") and i.name.endswith("/channels")
+    }
+    assert split and max(split.values()) <= 4
+    assert stored["quantized"]["outlier_channels"] == {
+        "tensors": len(split),
+        "channels": sum(split.values()),
+    }
     assert max(stored["verification"]["max_abs_diff"].values()) <= 1e-4  # float32 first
     assert "MatMulInteger" in _ops(str(path))
 

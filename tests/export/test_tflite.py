@@ -15,6 +15,11 @@ from kbert.export.report import artifact_row, report_table
 from kbert.export.tflite.exporter import TF_TEXT_TFLITE_OPS
 from kbert.export.tflite.runner import tflite_custom_ops
 from kbert.export.tflite.tokenizer_divergence import TokenizerDivergenceWarning, describe
+from kbert.export.tflite.verification import (
+    MIN_TOKENIZATION_PARITY,
+    check_tokenization_parity,
+    tokenization_parity,
+)
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (
     features,
@@ -61,10 +66,40 @@ def test_string_flavour_runs_with_the_tf_text_registrar(tmp_path):
     want = keras_outputs(model, features(model, texts, preprocessor("tflite")))
     for name in ("logits", "probabilities"):
         np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
-    assert record["verification"]["tokenization_parity"].endswith("does")
+    # Counted on the exporter's 16 real sentences, against the model's own
+    # ("exact") tokenizer, computed here the same way.
+    texts16 = verification_texts(16)
+    own = features(model, texts16)["token_ids"]
+    served = features(model, texts16, preprocessor("tflite"))["token_ids"]
+    agreeing = int(np.sum(np.all(own == served, axis=-1)))
+    parity = record["verification"]["tokenization_parity"]
+    assert parity == {
+        "agreeing": agreeing,
+        "texts": 16,
+        "share": agreeing / 16,
+        "minimum": MIN_TOKENIZATION_PARITY,
+    }
+    assert agreeing / 16 >= MIN_TOKENIZATION_PARITY
     divergence = record["verification"]["tokenizer_divergence"]
     assert divergence["deployment_tokenizer"].startswith("TFLite")
     assert divergence["max_abs_diff"]["logits"] <= 1e-4  # the file, emulated
+
+
+def test_tokenization_parity_is_counted_and_refused_below_its_bound():
+    own = np.array([[2, 7, 3], [2, 8, 3], [2, 9, 3], [2, 5, 3]])
+    served = own.copy()
+    served[1:, 1] = 1  # [UNK] where the model's tokenizer found a word
+    assert tokenization_parity(own, served) == {"agreeing": 1, "texts": 4, "share": 0.25}
+    assert 0.25 < MIN_TOKENIZATION_PARITY <= 0.9375  # 15 of 16 reviews pass
+    with pytest.raises(kbert.export.ExportVerificationError, match="only 1 of 4"):
+        check_tokenization_parity(tokenization_parity(own, served), "TFLite (string)")
+    served[1:3, 1] = own[1:3, 1]  # 3 of 4 rows agree: at the bound
+    assert check_tokenization_parity(tokenization_parity(own, served), "") == {
+        "agreeing": 3,
+        "texts": 4,
+        "share": 0.75,
+        "minimum": MIN_TOKENIZATION_PARITY,
+    }
 
 
 @on_tensorflow

@@ -290,6 +290,11 @@ def test_tflite_mode_mismatches_are_documented(
     for kind, examples in sorted(kinds.items()):
         print(f"  {kind:28s} {len(examples):5d}  e.g. {examples[0][:60]!r}")
     assert "unexplained" not in kinds, kinds.get("unexplained")
+    # On real text the documented differences are rare: measured 46 of 37,608
+    # corpus texts uncased (NFKC case folding of Greek sigma, ligatures, ...),
+    # none cased. Bound: 1 in 500 uncased, none cased.
+    bound = 0 if cased else len(corpus) // 500
+    assert corpus_mismatches <= bound, (corpus_mismatches, bound)
     # The adversarial set does exercise the documented differences.
     assert {"literal special token", "control/format character"} <= set(kinds)
 

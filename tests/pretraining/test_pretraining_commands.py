@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
+from kbert.pretraining.evaluation import masked_token_counts
 from tests.pretraining.pretraining_helpers import synthetic_documents
 
 
@@ -49,8 +50,16 @@ def test_pretrain_command_runs_resumes_and_fills_masks(corpus, tmp_path, capsys)
     assert kbert_main(argv) == 0
     results = json.loads((output / "results.json").read_text())
     assert results["steps"] == 6 and results["train_tokens"] > 1000
-    for key in ("eval_mlm_accuracy", "eval_nsp_accuracy"):
-        assert 0.0 <= results[key] <= 1.0
+    # Accuracies over what the held-out data holds: correct predictions out of
+    # its masked tokens (static masking) and out of its sequences, not out of
+    # padded prediction slots or averaged per batch.
+    masked = sum(masked_token_counts(output / "data" / "eval").values())
+    for key, count in (
+        ("eval_mlm_accuracy", masked),
+        ("eval_nsp_accuracy", results["eval_sequences"]),
+    ):
+        correct = results[key] * count
+        assert abs(correct - round(correct)) < 1e-3, (key, correct, count)
     # The majority baseline counts real masked tokens: the most frequent of a
     # 300-word vocabulary covers more than 1 in 300 of them.
     assert 1 / 300 < results["majority_mlm_accuracy"] < 1.0
@@ -60,6 +69,15 @@ def test_pretrain_command_runs_resumes_and_fills_masks(corpus, tmp_path, capsys)
     assert (output / "model" / "vocab.txt").exists()
     metrics = [json.loads(line) for line in (output / "run" / "metrics.jsonl").open()]
     assert [r["step"] for r in metrics if "val_loss" in r] == [3, 6]  # held-out, per epoch
+    # Every series the learning curve plots is there at every logged step: a
+    # missing key would leave its line out of the PNG without a word.
+    curve = ("loss", "mlm_logits_loss", "nsp_logits_loss")
+    curve += ("mlm_logits_mlm_accuracy", "nsp_logits_nsp_accuracy")
+    trained = [r for r in metrics if "val_loss" not in r]
+    assert [r["step"] for r in trained] == [3, 6]  # --log-every 3
+    for name in curve:
+        assert all(np.isfinite(r[name]) for r in trained), name
+        assert all(np.isfinite(r["val_" + name]) for r in metrics if "val_loss" in r)
     # matplotlib is in the test extras: the curve must be there.
     assert results["learning_curve"] == str(output / "learning_curve.png")
     assert (output / "learning_curve.png").stat().st_size > 1000
