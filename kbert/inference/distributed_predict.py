@@ -16,6 +16,7 @@ import numpy as np
 
 from kbert.models import model_class
 from kbert.presets.formats import load_checkpoint
+from kbert.tasks.long_texts import LONG_TEXTS
 from kbert.utils import ray_engine
 from kbert.utils.text_files import expand_glob, read_lines
 
@@ -92,8 +93,10 @@ def predict_shards(
 ):
     """Yields the outputs of each shard (a list of texts), in order."""
     ray_engine.check_engine(engine, workers)
-    if long_texts not in ("truncate", "windows"):
-        raise ValueError(f"long_texts must be 'truncate' or 'windows'; got {long_texts!r}.")
+    if long_texts not in LONG_TEXTS:  # here, before any worker starts
+        raise ValueError(
+            f"long_texts must be one of {LONG_TEXTS}; received long_texts={long_texts!r}."
+        )
     with tempfile.TemporaryDirectory() as scratch:
         if isinstance(model, str | os.PathLike):
             source = os.fspath(model)
