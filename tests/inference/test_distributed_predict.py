@@ -28,6 +28,7 @@ from kbert.data import rotten_tomatoes  # noqa: E402
 from kbert.inference.distributed_predict import distributed_predict  # noqa: E402
 from kbert.utils import ray_engine  # noqa: E402
 
+pytestmark = pytest.mark.whole_machine
 HEAVY = pytest.mark.skipif(
     keras.backend.backend() != "torch",
     reason="the 2,000-review runs go once, in the PyTorch run (see the docstring)",

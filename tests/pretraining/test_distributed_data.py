@@ -20,10 +20,13 @@ from kbert.pretraining.data_creation import create_pretraining_data  # noqa: E40
 from kbert.pretraining.documents import documents_from_texts  # noqa: E402
 from kbert.sources import resolve_source  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow",
-    reason="pretraining data is created in the TensorFlow run (see the docstring)",
-)
+pytestmark = [
+    pytest.mark.whole_machine,
+    pytest.mark.skipif(
+        keras.backend.backend() != "tensorflow",
+        reason="pretraining data is created in the TensorFlow run (see the docstring)",
+    ),
+]
 
 
 def records(directory):
