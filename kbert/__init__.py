@@ -30,6 +30,7 @@ __all__ = [
     "BertTextEmbedder",
     "BertTokenClassifier",
     "BertTokenizer",
+    "SlowPrecisionWarning",
     "TruncationWarning",
     "bio_to_spans",
     "gelu",
@@ -63,6 +64,7 @@ lazy_package(
         "kbert.sources": ["list_presets"],
         "kbert.tasks.bio": ["bio_to_spans"],
         "kbert.tasks.long_texts": ["TruncationWarning"],
+        "kbert.utils.precision_speed": ["SlowPrecisionWarning"],
     },
     submodules=("data", "export"),
 )

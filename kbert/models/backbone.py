@@ -18,6 +18,7 @@ from kbert.models.quantization import (
     quantizable_layers,
     restore_activation_quantizers,
 )
+from kbert.utils.precision_speed import warn_if_slower_than_float32
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -155,6 +156,7 @@ class BertBackbone(
             restore_activation_quantizers(self, quantized_activations)
         elif dtype is not None:  # a functional model does not keep `dtype` itself
             self.dtype_policy = keras.dtype_policies.get(dtype)
+        warn_if_slower_than_float32(self.dtype_policy)
 
         # === Config ===
         self.vocabulary_size = vocabulary_size
