@@ -8,6 +8,25 @@ from kbert.layers.fused_projection import FusedProjection
 from kbert.layers.sublayers import call_sublayer
 
 
+def _with_query_length(attention_mask, query):
+    """On JAX, a (batch, 1, 1, keys) mask broadcast to (batch, 1, queries, keys):
+    cuDNN's fused attention (JAX on a GPU) refuses a mask without the query
+    length ("Bias must have same seq length as QKV") and Keras then falls back
+    to XLA's unfused attention. XLA fuses the broadcast; elsewhere the mask
+    stays as it is."""
+    if (
+        attention_mask is None
+        or keras.backend.backend() != "jax"
+        or len(attention_mask.shape) != 4
+        or attention_mask.shape[2] != 1
+    ):
+        return attention_mask
+    shape = ops.shape(attention_mask)
+    return ops.broadcast_to(
+        attention_mask, (shape[0], shape[1], ops.shape(query)[1], shape[3])
+    )
+
+
 def _large_negative(dtype):
     # Written with `where`, never added, so float16 cannot overflow to -inf.
     return -6.0e4 if dtype == "float16" else -1.0e9
@@ -136,7 +155,9 @@ class BertTransformerLayer(keras.layers.Layer):
                 query, key, value, attention_mask, training
             )
         else:
-            context = ops.dot_product_attention(query, key, value, mask=attention_mask)
+            context = ops.dot_product_attention(
+                query, key, value, mask=_with_query_length(attention_mask, query)
+            )
             probabilities = None
         context = ops.reshape(context, ops.shape(x))
         attention = self.hidden_dropout.call(
