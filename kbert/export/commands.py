@@ -325,6 +325,7 @@ def verify_command(args):
     ...                                   "--num-examples", "8", "--repeats", "2"]))
     | artifact ...| keras ...| onnx ...
     All ... artifact rows hold their bounds.
+    Fastest within its bounds on this CPU (...): classifier.onnx on ... ms batch-1 ...
     0
     >>> verify_command(parser.parse_args(["verify", onnx_file, "--model", classifier_preset,
     ...                                   "--num-examples", "8", "--repeats", "2",
@@ -339,6 +340,8 @@ def verify_command(args):
     from kbert.export.report import (
         artifact_row,
         artifact_runtimes,
+        cpu_name,
+        fastest_row,
         gate,
         json_rows,
         keras_row,
@@ -392,6 +395,15 @@ def verify_command(args):
         )
     if not missed:
         print(f"All {len(rows) - 1} artifact rows hold their bounds.", file=words)
+    fastest = fastest_row(rows)
+    if fastest is not None:
+        keras_ms = rows[0]["latency ms"]
+        print(
+            f"Fastest within its bounds on this CPU ({cpu_name()}): {fastest['artifact']} "
+            f"on {fastest['runtime']}, {fastest['latency ms']:.2f} ms batch-1 latency "
+            f"({keras_ms / fastest['latency ms']:.1f}x Keras' {keras_ms:.2f} ms).",
+            file=words,
+        )
     return 1 if missed else 0
 
 

@@ -17,6 +17,7 @@ on how its tokenizer reads accented and mobile-style text
 
 import importlib.util
 import os
+import platform
 import time
 
 import keras
@@ -324,6 +325,35 @@ def gate(rows, max_diff=None, min_agreement=None):
     return checked
 
 
+def cpu_name():
+    """This machine's CPU model, as /proc/cpuinfo names it (else `platform`)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def fastest_row(rows):
+    """The artifact row of `gate` that holds its bounds with the lowest
+    batch-1 latency on this machine, or `None` when no row holds them.
+
+    Example:
+    >>> fastest_row([
+    ...     {"format": "keras", "latency ms": 9.0},
+    ...     {"artifact": "a.onnx", "passed": True, "latency ms": 4.0},
+    ...     {"artifact": "a.onnx", "passed": False, "latency ms": 1.0},
+    ...     {"artifact": "b.tflite", "passed": True, "latency ms": 5.0},
+    ... ])["latency ms"]
+    4.0
+    """
+    passed = [row for row in rows if row.get("passed") and "artifact" in row]
+    return min(passed, key=lambda row: row["latency ms"], default=None)
+
+
 def json_rows(rows):
     """The rows of `gate` for `kbert verify --json`: plain keys, the bounds and
     whether each row holds them.
@@ -348,12 +378,14 @@ def json_rows(rows):
         "latency ms": "latency_ms",
         "tokenizer": "tokenizer",
     }
+    fastest = fastest_row(rows)
     return [
         {
             **{name: row[key] for key, name in keys.items() if key in row},
             # The Keras row is the reference: it holds by definition.
             "passed": row.get("passed", True),
             "misses": row.get("misses", []),
+            "fastest": row is fastest,
         }
         for row in rows
     ]

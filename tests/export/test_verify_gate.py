@@ -8,6 +8,7 @@ import pytest
 from kbert.cli import main
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.openvino.runner import OpenVinoRunner
+from kbert.export.report import cpu_name
 from tests.export.export_helpers import tiny_model
 
 QUICK = ["--num-examples", "8", "--repeats", "1"]
@@ -82,3 +83,20 @@ def test_json_names_the_rows_below_min_agreement(exported, capsys):
         "agreement with Keras 1.0000 on 8 examples < 1.01 (--min-agreement)"
     ]
     assert "classifier.onnx (onnxruntime (CPU)) misses its bounds" in captured.err
+
+
+def test_the_fastest_row_within_its_bounds_is_named(exported, capsys):
+    artifact, _, _ = exported
+    assert main(["verify", artifact, *QUICK, "--json"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)
+    artifact_rows = [row for row in rows if row["format"] != "keras"]
+    fastest = min(artifact_rows, key=lambda row: row["latency_ms"])
+    assert [row["fastest"] for row in rows] == [row is fastest for row in rows]
+    assert (
+        f"Fastest within its bounds on this CPU ({cpu_name()}): classifier.onnx "
+        f"on {fastest['runtime']}, {fastest['latency_ms']:.2f} ms batch-1 latency"
+    ) in captured.err
+    # No row holds --max-diff 0: none is named.
+    assert main(["verify", artifact, *QUICK, "--max-diff", "0"]) == 1
+    assert "Fastest" not in capsys.readouterr().out
