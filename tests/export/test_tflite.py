@@ -262,8 +262,8 @@ def test_full_int8_below_min_agreement_is_refused_with_the_reason(tmp_path, monk
 
 
 @pytest.mark.skipif(
-    keras.backend.backend() != "torch",
-    reason="the bridge is the same for JAX and torch; JAX runs it in test_saved_model",
+    keras.backend.backend() != "jax",
+    reason="the bridge is the same for JAX and torch; PyTorch runs it in test_saved_model",
 )
 def test_tflite_from_another_backend(tmp_path):
     model = tiny_model(num_classes=2)
@@ -289,3 +289,15 @@ def test_tflite_from_another_backend(tmp_path):
         atol=1e-4,
         rtol=0,
     )
+    # Strings in, exported from this backend too: tf-text's WordPiece in the file.
+    path = str(tmp_path / "string.tflite")
+    record = kbert.export.tflite(model, path, flavour="string")
+    checked = record["cross_backend"]  # this backend's model against the file
+    assert checked["max_abs_diff"]["probabilities"] <= 1e-4
+    assert checked["tokenization_parity"]["share"] >= MIN_TOKENIZATION_PARITY
+    texts = verification_texts(5, offset=30)
+    runner = _signature(path, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
+    got = runner(text=np.array(texts, dtype=object))
+    want = keras_outputs(model, features(model, texts, preprocessor("tflite")))
+    for name in ("logits", "probabilities"):
+        np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
