@@ -8,8 +8,9 @@ Pretraining: the two-process job's global batches are its two shards'
 batches together, not the one-process run's batches (exact equality on the
 same global batches is test_multiprocess's): here the same data, steps and
 held-out set, and an eval loss within 1% of the one-process run's.
-Fine-tuning (the classifier head's dropout draws other masks per process, so no equality): the job runs every
-epoch, process 0 alone reports, and it writes what a one-process run writes.
+Fine-tuning (the classifier head's dropout draws other masks per process,
+so no equality): the job runs every epoch, process 0 alone reports, and it
+writes what a one-process run writes.
 """
 
 import json
