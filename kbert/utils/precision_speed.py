@@ -28,15 +28,15 @@ class SlowPrecisionWarning(UserWarning):
 def _on_accelerator():
     backend = keras.backend.backend()
     if backend == "torch":
-        import torch
+        import torch  # lazy: the backend in use, loaded already
 
         return torch.cuda.is_available()
     if backend == "jax":
-        import jax
+        import jax  # lazy: the backend in use, loaded already
 
         return jax.default_backend() != "cpu"
     if backend == "tensorflow":
-        import tensorflow as tf  # the TensorFlow backend has loaded it already
+        import tensorflow as tf  # lazy: the backend in use, loaded already
 
         return bool(tf.config.list_physical_devices("GPU"))
     return False
