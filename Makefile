@@ -32,8 +32,8 @@ demo: setup
 test: setup
 	@# the fine-tuned classifier that tests share, trained once per code version
 	$(PY) -c "from tests.trained_models import demo_classifier_preset as p; p()"
-	@# tests marked whole_machine start processes of their own: they run after
-	@# the parallel run, one at a time, so that none competes for the 2 cores
+	@# tests marked whole_machine start worker processes of their own: they run
+	@# after the parallel run, one at a time, so that none competes for the 2 cores
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
 		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q -n 2 --dist loadfile \

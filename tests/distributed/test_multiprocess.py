@@ -19,12 +19,9 @@ from tests.pretraining.pretraining_helpers import ToyTokenizer, synthetic_docume
 from tests.test_case import tiny_backbone
 
 BACKEND = keras.backend.backend()
-pytestmark = [
-    pytest.mark.whole_machine,
-    pytest.mark.skipif(
-        BACKEND == "torch", reason="multi-process training runs on JAX and TensorFlow"
-    ),
-]
+pytestmark = pytest.mark.skipif(
+    BACKEND == "torch", reason="multi-process training runs on JAX and TensorFlow"
+)
 SCRIPT = os.path.join(os.path.dirname(__file__), "job.py")
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 

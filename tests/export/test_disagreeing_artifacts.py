@@ -34,6 +34,8 @@ EXPORTERS = {
 )
 @pytest.mark.parametrize("name", EXPORTERS)
 def test_an_artifact_that_disagrees_is_refused_and_removed(name, tmp_path, monkeypatch):
+    if name == "saved_model" and keras.backend.backend() == "torch":
+        pytest.skip("the TensorFlow-subprocess check is the TFLite case's, run here")
     target, module_name = EXPORTERS[name]
     module = importlib.import_module(module_name)
     real = module.keras_outputs

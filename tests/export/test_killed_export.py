@@ -17,7 +17,6 @@ from kbert.cli import main
 from kbert.utils.owned_temps import process_alive
 from tests.export.export_helpers import tiny_model
 
-pytestmark = pytest.mark.whole_machine
 SECONDS_TO_REACH_VERIFICATION = 400  # imports kbert, then TensorFlow once or twice
 
 
