@@ -47,6 +47,17 @@ def _signature(model_path, registrars=None):
     return interpreter.get_signature_runner()
 
 
+def assert_strings_in_serve_like_keras(path, model):
+    """A string-flavour file, run with tf-text's TFLite ops, gives the Keras
+    model's outputs (on the TFLite tokenizer's ids) within 1e-4."""
+    texts = verification_texts(5, offset=30)
+    runner = _signature(path, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
+    got = runner(text=np.array(texts, dtype=object))
+    want = keras_outputs(model, features(model, texts, preprocessor("tflite")))
+    for name in ("logits", "probabilities"):
+        np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
+
+
 @on_tensorflow
 def test_string_flavour_runs_with_the_tf_text_registrar(tmp_path):
     model = tiny_model(num_classes=2)  # "exact" tokenizer: the export swaps in tf-text's
@@ -60,12 +71,7 @@ def test_string_flavour_runs_with_the_tf_text_registrar(tmp_path):
     with pytest.raises(RuntimeError, match="custom op"):
         _signature(path)(text=np.array(["a fine film"], dtype=object))
 
-    texts = verification_texts(5, offset=30)
-    runner = _signature(path, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
-    got = runner(text=np.array(texts, dtype=object))
-    want = keras_outputs(model, features(model, texts, preprocessor("tflite")))
-    for name in ("logits", "probabilities"):
-        np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
+    assert_strings_in_serve_like_keras(path, model)
     # Counted on the exporter's 16 real sentences, against the model's own
     # ("exact") tokenizer, computed here the same way.
     texts16 = verification_texts(16)
@@ -295,9 +301,4 @@ def test_tflite_from_another_backend(tmp_path):
     checked = record["cross_backend"]  # this backend's model against the file
     assert checked["max_abs_diff"]["probabilities"] <= 1e-4
     assert checked["tokenization_parity"]["share"] >= MIN_TOKENIZATION_PARITY
-    texts = verification_texts(5, offset=30)
-    runner = _signature(path, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
-    got = runner(text=np.array(texts, dtype=object))
-    want = keras_outputs(model, features(model, texts, preprocessor("tflite")))
-    for name in ("logits", "probabilities"):
-        np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
+    assert_strings_in_serve_like_keras(path, model)
