@@ -8,7 +8,8 @@ controls, zero-width and other space characters, words of 95-130 characters
 around the 100-character limit, mixed case with accents, literal special
 tokens and real vocabulary words. Every id and every offset must equal
 `tokenizers.BertWordPieceTokenizer`'s (uncased and cased); the only code
-points left out are those of `UNICODE_VERSION_GAP`.
+points left out are those of `unicode_gap.GAP`, which
+test_tokenizer_parity checks against every code point.
 
 Runs once, on the TensorFlow backend (string preprocessing is the same TF
 ops on every backend; see test_tokenizer_parity.py).
@@ -28,145 +29,13 @@ from tests.preprocessing.test_tokenizer_parity import (
     ids_of,
     runs_once_on_tensorflow,
 )
+from tests.preprocessing.unicode_gap import GAP
 
 tokenizers = pytest.importorskip("tokenizers")
 pytestmark = runs_once_on_tensorflow
 
 COUNT = 2400
 SEED = 13
-
-# Code points that tokenize differently on their own ("a{c}b"), uncased;
-# found by test_tokenizer_parity.test_every_code_point_against_hf, which pins
-# their number (568; 149 of them differ cased too). Why: `tokenizers`' Rust
-# Unicode tables (categories, whitespace, punctuation) are older than
-# TensorFlow's ICU/RE2 ones, so marks, punctuation and format characters
-# added since Unicode 9 (2016) are a letter for one side and a mark (deleted)
-# or punctuation (split) for the other; a few are still unassigned in
-# Python's Unicode 14 tables. Documented in `BertTokenizer`'s docstring.
-UNICODE_VERSION_GAP = (
-    (0x0061D, 0x0061D),
-    (0x007FD, 0x007FD),
-    (0x00890, 0x00891),
-    (0x00898, 0x0089F),
-    (0x008CA, 0x008E2),
-    (0x009FD, 0x009FE),
-    (0x00A76, 0x00A76),
-    (0x00AFA, 0x00AFF),
-    (0x00B55, 0x00B55),
-    (0x00C04, 0x00C04),
-    (0x00C3C, 0x00C3C),
-    (0x00C77, 0x00C77),
-    (0x00C84, 0x00C84),
-    (0x00D00, 0x00D00),
-    (0x00D3B, 0x00D3C),
-    (0x00D81, 0x00D81),
-    (0x00EBA, 0x00EBA),
-    (0x00ECE, 0x00ECE),
-    (0x0166D, 0x0166D),
-    (0x01734, 0x01734),
-    (0x0180F, 0x0180F),
-    (0x01885, 0x01886),
-    (0x01ABF, 0x01ACE),
-    (0x01B7D, 0x01B7E),
-    (0x01DF6, 0x01DFB),
-    (0x02E43, 0x02E4F),
-    (0x02E52, 0x02E5D),
-    (0x0A82C, 0x0A82C),
-    (0x0A8C5, 0x0A8C5),
-    (0x0A8FF, 0x0A8FF),
-    (0x0A9BD, 0x0A9BD),
-    (0x10D24, 0x10D27),
-    (0x10EAB, 0x10EAD),
-    (0x10EFD, 0x10EFF),
-    (0x10F46, 0x10F50),
-    (0x10F55, 0x10F59),
-    (0x10F82, 0x10F89),
-    (0x11070, 0x11070),
-    (0x11073, 0x11074),
-    (0x110C2, 0x110C2),
-    (0x110CD, 0x110CD),
-    (0x111C9, 0x111C9),
-    (0x111CF, 0x111CF),
-    (0x1123E, 0x1123E),
-    (0x11241, 0x11241),
-    (0x1133B, 0x1133B),
-    (0x11438, 0x1143F),
-    (0x11442, 0x11444),
-    (0x11446, 0x11446),
-    (0x1144B, 0x1144F),
-    (0x1145A, 0x1145B),
-    (0x1145D, 0x1145E),
-    (0x11660, 0x1166C),
-    (0x116B9, 0x116B9),
-    (0x1182F, 0x11837),
-    (0x11839, 0x1183B),
-    (0x1193B, 0x1193C),
-    (0x1193E, 0x1193E),
-    (0x11943, 0x11946),
-    (0x119D4, 0x119D7),
-    (0x119DA, 0x119DB),
-    (0x119E0, 0x119E0),
-    (0x119E2, 0x119E2),
-    (0x11A01, 0x11A0A),
-    (0x11A33, 0x11A38),
-    (0x11A3B, 0x11A47),
-    (0x11A51, 0x11A56),
-    (0x11A59, 0x11A5B),
-    (0x11A8A, 0x11A96),
-    (0x11A98, 0x11A9C),
-    (0x11A9E, 0x11AA2),
-    (0x11B00, 0x11B09),
-    (0x11C30, 0x11C36),
-    (0x11C38, 0x11C3D),
-    (0x11C3F, 0x11C3F),
-    (0x11C41, 0x11C45),
-    (0x11C70, 0x11C71),
-    (0x11C92, 0x11CA7),
-    (0x11CAA, 0x11CB0),
-    (0x11CB2, 0x11CB3),
-    (0x11CB5, 0x11CB6),
-    (0x11D31, 0x11D36),
-    (0x11D3A, 0x11D3A),
-    (0x11D3C, 0x11D3D),
-    (0x11D3F, 0x11D45),
-    (0x11D47, 0x11D47),
-    (0x11D90, 0x11D91),
-    (0x11D95, 0x11D95),
-    (0x11D97, 0x11D97),
-    (0x11EF3, 0x11EF4),
-    (0x11EF7, 0x11EF8),
-    (0x11F00, 0x11F01),
-    (0x11F36, 0x11F3A),
-    (0x11F40, 0x11F40),
-    (0x11F42, 0x11F4F),
-    (0x11FFF, 0x11FFF),
-    (0x12FF1, 0x12FF2),
-    (0x13430, 0x13440),
-    (0x13447, 0x13455),
-    (0x16E97, 0x16E9A),
-    (0x16F4F, 0x16F4F),
-    (0x16FE2, 0x16FE2),
-    (0x16FE4, 0x16FE4),
-    (0x1CF00, 0x1CF2D),
-    (0x1CF30, 0x1CF46),
-    (0x1E000, 0x1E006),
-    (0x1E008, 0x1E018),
-    (0x1E01B, 0x1E021),
-    (0x1E023, 0x1E024),
-    (0x1E026, 0x1E02A),
-    (0x1E08F, 0x1E08F),
-    (0x1E130, 0x1E136),
-    (0x1E2AE, 0x1E2AE),
-    (0x1E2EC, 0x1E2EF),
-    (0x1E4EC, 0x1E4EF),
-    (0x1E944, 0x1E94A),
-    (0x1E95E, 0x1E95F),
-)
-GAP = frozenset(
-    code_point
-    for first, last in UNICODE_VERSION_GAP
-    for code_point in range(first, last + 1)
-)
 
 SPACES = (
     " \t\n\r\x0b\x0c\x85\u00a0\u1680\u2000\u2003\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -283,10 +152,6 @@ def cased_vocab(tmp_path_factory):
     path = tmp_path_factory.mktemp("fuzz") / "vocab.txt"
     path.write_text("\n".join(dict.fromkeys(tokens + extra)) + "\n", "utf-8")
     return str(path)
-
-
-def test_the_gap_table_is_the_pinned_one():
-    assert len(GAP) == 568  # test_every_code_point_against_hf pins the same count
 
 
 @pytest.mark.parametrize("cased", [False, True], ids=["uncased", "cased"])
