@@ -10,6 +10,7 @@ Example:
 """
 
 import json
+import os
 import sys
 
 from kbert.export.checks import FLOAT_TOLERANCE, SAVED_MODEL_TOLERANCE
@@ -29,6 +30,9 @@ from kbert.utils.labelled_files import read_examples
 
 # Every format's flags: each row's `options`, by keyword name.
 FLAGS = tuple(dict.fromkeys(option for e in EXPORTERS for option in e.options))
+# `--format auto` chooses the format; of the format flags it takes these.
+AUTO = "auto"
+AUTO_OPTIONS = ("min_agreement",)
 
 
 def add_export_command(subparsers):
@@ -56,7 +60,14 @@ def add_export_command(subparsers):
         "take is refused before anything is loaded.",
     )
     parser.add_argument("model")
-    parser.add_argument("--format", required=True, choices=NAMES)
+    parser.add_argument(
+        "--format",
+        required=True,
+        choices=(*NAMES, AUTO),
+        help="the format; auto: export ONNX (float32, dynamic_int8) and OpenVINO, "
+        "measure each on its runtimes as kbert verify does, write the fastest that "
+        "holds its bounds on this CPU to the OUTPUT directory, with ranking.json",
+    )
     parser.add_argument("-o", "--output", required=True, help="artifact path to write")
     parser.add_argument(
         "--flavour",
@@ -129,8 +140,10 @@ def export_command(args):
     ...
     ValueError: --flavour does not apply to --format onnx: ... of --format tflite. ...
     """
-    exporter = exporter_named(args.format)
     flags = given_flags(args)
+    if args.format == AUTO:
+        return _auto_command(args, flags)
+    exporter = exporter_named(args.format)
     check_flags(exporter, flags)
     check_target(args.output, args.format, args.overwrite)
     # lazy: keep --help fast
@@ -151,6 +164,59 @@ def export_command(args):
             "Against the original backend: " + json.dumps(record["cross_backend"], indent=2)
         )
     return 0
+
+
+def _auto_command(args, flags):
+    """`kbert export --format auto`: prints the ranking and the artifact chosen."""
+    for option in flags:
+        if option not in AUTO_OPTIONS:
+            raise ValueError(
+                f"{_flag(option)} does not apply to --format auto: it chooses the "
+                "format and quantization itself (of the format flags it takes "
+                f"{', '.join(_flag(o) for o in AUTO_OPTIONS)}). Nothing was loaded or "
+                "written."
+            )
+    check_target(args.output, AUTO, args.overwrite)
+    # lazy: keep --help fast
+    from kbert.export.auto_export import auto
+    from kbert.export.model_source import load_model
+    from kbert.utils.tables import markdown_table
+
+    model = load_model(args.model)
+    ranking = auto(model, args.output, source=args.model, overwrite=args.overwrite, **flags)
+    print(
+        markdown_table(
+            ("artifact", "runtime", "latency ms", "agreement", "max |diff|", "bounds"),
+            [
+                [
+                    row["artifact"],
+                    row["runtime"],
+                    f"{row['latency_ms']:.2f}",
+                    f"{row['agreement']:.3f}",
+                    f"{row['max_diff']:.2e}",
+                    _bounds_cell(row),
+                ]
+                for row in ranking["rows"]
+            ],
+        )
+    )
+    for refused in ranking["refused"]:
+        print(f"Refused {refused['artifact']}: {refused['reason']}")
+    chosen = ranking["chosen"]
+    print(
+        f"Wrote {os.path.join(args.output, chosen['file'])} ({chosen['artifact']}, run it "
+        f"on {chosen['runtime']}: {chosen['latency_ms']:.2f} ms batch-1, "
+        f"{chosen['speedup_vs_keras']:.1f}x Keras) on {ranking['cpu']}; the ranking is in "
+        f"{os.path.join(args.output, 'ranking.json')}."
+    )
+    return 0
+
+
+def _bounds_cell(row):
+    """`reference` (Keras), `ok` or `MISS`, and which row is the fastest."""
+    if row["format"] == "keras":
+        return "reference"
+    return ("ok" if row["passed"] else "MISS") + (" (fastest)" if row["fastest"] else "")
 
 
 def given_flags(args):

@@ -116,6 +116,18 @@ ARTIFACT_KINDS = {
     "tflite": ArtifactKind(
         "a TFLite file", False, ("*",), written_by_kbert=_has_export_record
     ),
+    # `kbert export --format auto`: the fastest artifact and its ranking.
+    "auto": ArtifactKind(
+        "an auto export directory",
+        True,
+        (
+            "model.onnx",
+            "openvino_model.xml",
+            "openvino_model.bin",
+            "kbert_export.json",
+            "ranking.json",
+        ),
+    ),
     "embeddings": ArtifactKind(
         "an embeddings file",
         False,

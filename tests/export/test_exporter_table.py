@@ -64,7 +64,7 @@ def test_kbert_export_takes_every_rows_choices():
     add_export_command(parser.add_subparsers())
     export = parser._subparsers._group_actions[0].choices["export"]
     flags = {action.dest: action for action in export._actions}
-    assert tuple(flags["format"].choices) == formats.NAMES
+    assert tuple(flags["format"].choices) == (*formats.NAMES, "auto")  # auto: the fastest
     for exporter in formats.EXPORTERS:
         assert set(exporter.options) <= set(flags), exporter.name
         assert set(exporter.flavours) <= set(flags["flavour"].choices)

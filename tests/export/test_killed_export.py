@@ -65,12 +65,6 @@ def leftovers(directory, pids):
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads the process tree from /proc"
 )
-@pytest.mark.skipif(
-    keras.backend.backend() == "jax",
-    reason="on TensorFlow the verifier is a child; on JAX and PyTorch a grandchild "
-    "under the same TensorFlow exporter process: checked in the TensorFlow and "
-    "PyTorch runs (65-110 s each)",
-)
 def test_kill_during_a_saved_model_export_leaves_nothing_behind(tmp_path):
     source = tmp_path / "preset"
     tiny_model(num_classes=2).save_to_preset(source)

@@ -1,0 +1,160 @@
+"""`kbert export --format auto`: the fastest artifact that holds its bounds here.
+
+Which artifact runs fastest depends on the CPU: OpenVINO's bf16 where the
+CPU has AMX or AVX512_BF16, int8 where it has VNNI, float32 ONNX elsewhere.
+`auto` measures instead of guessing. It exports each candidate of
+`CANDIDATES` whose runtime is installed (each verified by its own exporter;
+a quantized one that loses agreement is refused and left out), measures
+every artifact on every runtime it runs on exactly as `kbert verify` does
+(`artifact_row`, `gate`: max |diff| and agreement within the exporter's own
+bounds, batch-1 latency), and writes the fastest row's artifact to the
+target directory with `ranking.json`: this CPU, every row and the refusals.
+
+The target directory then holds `model.onnx` (run it on the runtime
+`ranking.json` names) or an OpenVINO IR (`openvino_model.xml`), and `kbert
+verify` reads it as any other artifact.
+"""
+
+import importlib.util
+import json
+import os
+import shutil
+
+from kbert.export.checks import ExportVerificationError
+from kbert.export.formats import (
+    AGREEMENT_TEXTS,
+    DEFAULT_MIN_AGREEMENT,
+    exporter_named,
+    load,
+)
+from kbert.export.report import (
+    artifact_row,
+    artifact_runtimes,
+    cpu_name,
+    fastest_row,
+    gate,
+    json_rows,
+    keras_row,
+)
+from kbert.utils.artifact_kinds import check_target
+from kbert.utils.atomic import atomic_directory
+from kbert.utils.owned_temps import work_directory
+
+# (candidate name, format, its export options): the server-CPU runtimes
+# (onnxruntime, OpenVINO); an ONNX file is also measured on OpenVINO.
+CANDIDATES = (
+    ("float32.onnx", "onnx", {}),
+    ("dynamic_int8.onnx", "onnx", {"quantization": "dynamic_int8"}),
+    ("openvino", "openvino", {}),
+)
+RUNTIME_MODULES = {"onnx": "onnxruntime", "openvino": "openvino"}
+RANKING = "ranking.json"
+REPEATS = 20  # timed batch-1 calls per row, as `kbert verify`'s default
+
+
+def auto(
+    model,
+    path,
+    source=None,
+    overwrite=False,
+    min_agreement=DEFAULT_MIN_AGREEMENT,
+    num_examples=None,
+    repeats=None,
+):
+    """Exports `model` as the candidate that runs fastest on this CPU within
+    its bounds; writes it and `ranking.json` to the directory `path`.
+
+    Args:
+        model: a kbert task model or backbone with its preprocessor.
+        path: the directory to write (replaced only when a candidate holds).
+        source: where the model came from, kept in the export records.
+        overwrite: write over a `path` holding files kbert did not write.
+        min_agreement: the least share of predictions a quantized or bf16
+            candidate must share with Keras (its exporter's check and the
+            ranking's gate).
+        num_examples: held-out reviews each row is measured on (default
+            the 500 the exporters check agreement on).
+        repeats: timed batch-1 calls per row (default 20).
+
+    Returns:
+        The ranking (also in `ranking.json`): `cpu`, `chosen` (`artifact`,
+        `format`, `file`, `runtime`, `latency_ms`, `speedup_vs_keras`),
+        `rows` (as `kbert verify --json`) and `refused` (candidates whose
+        export failed its verification, with the reason).
+
+    Raises:
+        ExportVerificationError: no candidate holds its bounds (nothing is
+            written).
+
+    Example:
+    >>> ranking = auto(classifier, "out/deploy", num_examples=8, repeats=2)
+    >>> ranking["chosen"]["file"] in os.listdir("out/deploy")
+    True
+    >>> chosen = [row for row in ranking["rows"] if row["fastest"]]
+    >>> chosen[0]["passed"], len(ranking["rows"]) > 2
+    (True, True)
+    """
+    check_target(path, "auto", overwrite)
+    num_examples = num_examples or AGREEMENT_TEXTS
+    repeats = repeats or REPEATS
+    candidates = [
+        candidate
+        for candidate in CANDIDATES
+        if importlib.util.find_spec(RUNTIME_MODULES[candidate[1]]) is not None
+    ]
+    if not candidates:
+        raise ImportError(
+            "kbert export --format auto ranks onnxruntime and OpenVINO artifacts: "
+            "install onnxruntime or openvino (pip install onnxruntime openvino)."
+        )
+    rows = [keras_row(model, num_examples, repeats)]
+    refused = []
+    with work_directory("auto") as work:
+        artifacts = {}
+        for name, kind, options in candidates:
+            artifact = os.path.join(work, name)
+            try:
+                load(exporter_named(kind).export)(
+                    model, artifact, source=source, min_agreement=min_agreement, **options
+                )
+            except ExportVerificationError as error:
+                refused.append({"artifact": name, "format": kind, "reason": str(error)})
+                continue
+            artifacts[name] = kind
+            for runtime in artifact_runtimes(artifact):
+                rows.append(artifact_row(artifact, model, num_examples, repeats, runtime))
+        rows = gate(rows)
+        fastest = fastest_row(rows)
+        if fastest is None:
+            raise ExportVerificationError(
+                f"kbert export --format auto: no candidate holds its bounds on this CPU "
+                f"({cpu_name()}); nothing was written at {path}. Refused: {refused}; "
+                "measured: "
+                + "; ".join(
+                    f"{r['artifact']} ({r['runtime']}): {r['misses']}" for r in rows[1:]
+                )
+            )
+        kind = artifacts[fastest["artifact"]]
+        keras_ms = rows[0]["latency ms"]
+        ranking = {
+            "cpu": cpu_name(),
+            "chosen": {
+                "artifact": fastest["artifact"],
+                "format": kind,
+                "file": "model.onnx" if kind == "onnx" else exporter_named(kind).marker,
+                "runtime": fastest["runtime"],
+                "latency_ms": fastest["latency ms"],
+                "speedup_vs_keras": keras_ms / fastest["latency ms"],
+            },
+            "rows": json_rows(rows),
+            "refused": refused,
+        }
+        with atomic_directory(path) as tmp:
+            chosen = os.path.join(work, fastest["artifact"])
+            if kind == "onnx":
+                shutil.copy2(chosen, os.path.join(tmp, "model.onnx"))
+            else:
+                shutil.copytree(chosen, tmp, dirs_exist_ok=True)
+            with open(os.path.join(tmp, RANKING), "w", encoding="utf-8") as file:
+                json.dump(ranking, file, indent=2)
+    return ranking
