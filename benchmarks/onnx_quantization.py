@@ -109,7 +109,7 @@ def recipes():
 
 def export_float(workdir, backend):
     import kbert.export as export
-    from kbert.export.model_source import load_model
+    from kbert.presets.model_source import load_model
 
     preset = os.path.join(workdir, "classifier")
     path = os.path.join(workdir, f"float32_{backend}.onnx")
@@ -138,9 +138,9 @@ def measure(workdir, backend, rounds, other_backends):
 
     from kbert.data import rotten_tomatoes_split
     from kbert.export.agreement import length_batches
-    from kbert.export.model_source import load_model
     from kbert.export.onnx.quantization import calibration_feeds, quantize_onnx
     from kbert.export.spec import export_spec
+    from kbert.presets.model_source import load_model
 
     preset = os.path.join(workdir, "classifier")
     model = load_model(preset)

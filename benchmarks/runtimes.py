@@ -69,7 +69,7 @@ def artifact_paths(workdir):
 def export_all(workdir, backend):
     """Exports every artifact this backend makes (TF: SavedModel and TFLite)."""
     import kbert.export as export
-    from kbert.export.model_source import load_model
+    from kbert.presets.model_source import load_model
 
     preset = os.path.join(workdir, "classifier")
     model = load_model(preset)
@@ -102,8 +102,8 @@ def export_all(workdir, backend):
 
 
 def verify_all(workdir):
-    from kbert.export.model_source import load_model
     from kbert.export.report import artifact_row, artifact_runtimes, keras_row, report_table
+    from kbert.presets.model_source import load_model
 
     model = load_model(os.path.join(workdir, "classifier"))
     rows = [keras_row(model, num_examples=200, repeats=5)]
@@ -231,7 +231,7 @@ def throughput(workdir, rounds):
     import numpy as np
 
     from kbert.data import rotten_tomatoes_split
-    from kbert.export.model_source import load_model
+    from kbert.presets.model_source import load_model
 
     model = load_model(os.path.join(workdir, "classifier"))
     texts, labels = rotten_tomatoes_split(seed=0)["test"]

@@ -147,7 +147,7 @@ def export_command(args):
     check_flags(exporter, flags)
     check_target(args.output, args.format, args.overwrite)
     # lazy: keep --help fast
-    from kbert.export.model_source import load_model
+    from kbert.presets.model_source import load_model
 
     model = load_model(args.model)
     # Only the flags given: the export function keeps its own defaults.
@@ -179,7 +179,7 @@ def _auto_command(args, flags):
     check_target(args.output, AUTO, args.overwrite)
     # lazy: keep --help fast
     from kbert.export.auto_export import auto
-    from kbert.export.model_source import load_model
+    from kbert.presets.model_source import load_model
     from kbert.utils.tables import markdown_table
 
     model = load_model(args.model)
@@ -402,7 +402,6 @@ def verify_command(args):
     """
     # lazy: keep --help fast
     from kbert.export import record as records
-    from kbert.export.model_source import load_model
     from kbert.export.report import (
         artifact_row,
         artifact_runtimes,
@@ -413,6 +412,7 @@ def verify_command(args):
         keras_row,
         report_table,
     )
+    from kbert.presets.model_source import load_model
 
     first = args.artifacts[0]
     record = records.read_record(first)

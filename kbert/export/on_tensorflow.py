@@ -19,7 +19,7 @@ import keras
 
 from kbert.export.checks import ExportVerificationError
 from kbert.export.formats import load
-from kbert.export.model_source import register_kbert_classes
+from kbert.presets.model_source import register_kbert_classes
 from kbert.utils.atomic import atomic_directory, atomic_file
 from kbert.utils.child_process import run_child
 from kbert.utils.owned_temps import work_directory

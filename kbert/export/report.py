@@ -26,13 +26,13 @@ import numpy as np
 from kbert.export import record as records
 from kbert.export.checks import allowed_diff
 from kbert.export.formats import exporter_named, load
-from kbert.export.model_source import load_model
 from kbert.export.spec import export_spec, keras_outputs
 from kbert.export.verification_data import (
     checked_features,
     token_features,
     verification_inputs,
 )
+from kbert.presets.model_source import load_model
 from kbert.utils.tables import markdown_table
 
 COLUMNS = (

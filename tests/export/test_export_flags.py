@@ -8,9 +8,10 @@ import inspect
 import pytest
 
 from kbert.cli import main
-from kbert.export import commands, model_source
+from kbert.export import commands
 from kbert.export.commands import FLAGS, add_export_command, check_flags
 from kbert.export.formats import EXPORTERS, exporter_named, load
+from kbert.presets import model_source
 
 ROWS = {exporter.name: exporter for exporter in EXPORTERS}
 # A value each flag could take on the command line, and what the exporter
