@@ -412,7 +412,7 @@ def verify_command(args):
         keras_row,
         report_table,
     )
-    from kbert.presets.model_source import load_model
+    from kbert.presets.model_source import load_model  # lazy: keep --help fast
 
     first = args.artifacts[0]
     record = records.read_record(first)
