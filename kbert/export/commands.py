@@ -412,7 +412,7 @@ def verify_command(args):
         keras_row,
         report_table,
     )
-    from kbert.presets.model_source import load_model  # lazy: keep --help fast
+    from kbert.presets.model_source import load_model
 
     first = args.artifacts[0]
     record = records.read_record(first)
