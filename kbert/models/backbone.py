@@ -357,23 +357,36 @@ class BertBackbone(
         return cls(**config)
 
 
-def fastest_jit_compile(dtype_policy=None, training=True):
+# XLA's compile of each length bucket pays back only after thousands of rows
+# (README "Tests"; benchmarks/predict_compile.py): below this many rows
+# predicted by one model, TensorFlow's `predict` runs without it.
+XLA_AFTER_ROWS = 8192
+
+
+def fastest_jit_compile(dtype_policy=None, training=True, rows=None):
     """The fastest correct `jit_compile` per backend, precision and use.
 
     - torch: eager (`torch.compile` recompiles for every new sequence length).
     - JAX: XLA, its only compiler.
     - TensorFlow on a GPU: XLA.
-    - TensorFlow on a CPU: XLA for float32 inference (it fuses what oneDNN
-      runs op by op; Keras leaves it off on CPU), but not for training, where
-      each length bucket compiles a training step that costs more than XLA
-      saves over a fine-tune, nor for bfloat16/float16, which XLA's CPU
-      backend computes at float32 speed or below while oneDNN uses the
-      CPU's bf16 units (AVX512-BF16, AMX). See `benchmarks/end_to_end.py`
-      and `benchmarks/matmul_limit.py`.
+    - TensorFlow on a CPU: XLA for float32 inference of a long job (`rows`,
+      the rows a model will have predicted once this call ends, at least
+      `XLA_AFTER_ROWS`; None: a job of unknown, long size): it fuses what
+      oneDNN runs op by op (Keras leaves it off on CPU) but compiles each
+      length bucket first, which pays back only over thousands of rows.
+      Not for training, where each length bucket compiles a training step
+      that costs more than XLA saves over a fine-tune, nor for
+      bfloat16/float16, which XLA's CPU backend computes at float32 speed or
+      below while oneDNN uses the CPU's bf16 units (AVX512-BF16, AMX). See
+      `benchmarks/predict_compile.py`, `benchmarks/end_to_end.py` and
+      `benchmarks/matmul_limit.py`.
 
     Example:
     >>> fastest_jit_compile("float32", training=False) == (
     ...     keras.backend.backend() != "torch")
+    True
+    >>> fastest_jit_compile("float32", training=False, rows=100) == (
+    ...     keras.backend.backend() == "jax")
     True
     """
     backend = keras.backend.backend()
@@ -386,4 +399,5 @@ def fastest_jit_compile(dtype_policy=None, training=True):
     if tf.config.list_physical_devices("GPU"):
         return True
     compute_dtype = keras.dtype_policies.get(dtype_policy or "float32").compute_dtype
-    return compute_dtype == "float32" and not training
+    long_job = rows is None or rows >= XLA_AFTER_ROWS
+    return compute_dtype == "float32" and not training and long_job

@@ -112,12 +112,8 @@ class Task(
     ):
         policy = self.backbone.dtype_policy
         # Raw-sample inference runs its own compiled function (`predict`); an
-        # explicit `jit_compile` applies to it too.
-        self._inference_jit_compile = (
-            fastest_jit_compile(policy, training=False)
-            if jit_compile == "auto"
-            else jit_compile
-        )
+        # explicit `jit_compile` applies to it too ("auto": chosen per call).
+        self._inference_jit_compile = jit_compile
         super().compile(
             optimizer=default_optimizer() if optimizer == "auto" else optimizer,
             loss=self.default_loss() if loss == "auto" else loss,
@@ -615,7 +611,8 @@ class Task(
             steps=steps,
             model=self,
         )
-        forward = self._inference_function(model or self)
+        done = self.__dict__.get("_kbert_rows_predicted", 0)
+        forward = self._inference_function(model or self, done + (count or 0))
         axis = self.output_sequence_axis
         full = self._sequence_length
 
@@ -638,8 +635,10 @@ class Task(
             restore_rows = functools.partial(restore, rows=rows, mask=mask)
             outputs = keras.tree.map_structure(restore_rows, forward(features))
             pieces.append((index, outputs))
+            done += len(mask)
             callbacks.on_predict_batch_end(step, {"outputs": outputs})
         callbacks.on_predict_end()
+        self.__dict__["_kbert_rows_predicted"] = done  # untracked, as the functions
         if not pieces:
             return self._empty_outputs()
         if count is None:
@@ -665,13 +664,15 @@ class Task(
 
         return keras.tree.map_structure(empty, self.output)
 
-    def _inference_function(self, model):
+    def _inference_function(self, model, rows=None):
         """`features -> NumPy outputs` of `model` (this task, or a model over
-        its layers), compiled as `compile()` chose (XLA on TensorFlow and JAX
-        for float32, eager on torch), one program per shape."""
-        jit_compile = getattr(self, "_inference_jit_compile", None)
-        if jit_compile in (None, "auto"):
-            jit_compile = fastest_jit_compile(self.backbone.dtype_policy, training=False)
+        its layers), compiled as `compile()` chose (by default XLA on JAX, and
+        on TensorFlow for float32 once this task will have predicted `rows`
+        rows: `fastest_jit_compile`; eager on torch), one program per shape."""
+        jit_compile = getattr(self, "_inference_jit_compile", "auto")
+        if jit_compile == "auto":
+            policy = self.backbone.dtype_policy
+            jit_compile = fastest_jit_compile(policy, training=False, rows=rows)
         backend = keras.backend.backend()
         if backend == "tensorflow":
             import tensorflow as tf  # lazy: only on the TensorFlow backend

@@ -165,6 +165,38 @@ def test_compiled_shapes_stay_bounded(monkeypatch):
         assert model._kbert_inference[True]._cache_size() == len(shapes)
 
 
+def test_predict_compiles_with_xla_once_the_job_is_long(monkeypatch):
+    """By default `predict` compiles with XLA as `fastest_jit_compile` says
+    for the rows the task will have predicted, earlier calls included (on
+    TensorFlow: from `XLA_AFTER_ROWS`); an explicit `compile(jit_compile=...)`
+    holds whatever the size. The outputs do not depend on the choice."""
+    from kbert.models import backbone as backbone_module
+
+    monkeypatch.setattr(backbone_module, "XLA_AFTER_ROWS", 12)
+    model = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    texts = random_texts(3, seed=4)
+    expected = fixed_length_outputs(model, model.preprocessor(texts))
+    compiled = []  # the `jit_compile` keys of the compiled functions after each call
+    for _ in range(5):  # rows predicted after each call: 3, 6, 9, 12, 15
+        np.testing.assert_allclose(
+            model.predict(texts, verbose=0), expected, atol=TOLERANCE
+        )
+        compiled.append(sorted(model.__dict__.get("_kbert_inference", {})))
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        assert compiled == [[False]] * 3 + [[False, True]] * 2
+    elif backend == "jax":
+        assert compiled == [[True]] * 5
+    else:  # eager, no compiled function
+        assert compiled == [[]] * 5
+    model.compile(jit_compile=False)
+    model.__dict__.pop("_kbert_inference", None)
+    np.testing.assert_allclose(model.predict(texts, verbose=0), expected, atol=TOLERANCE)
+    assert sorted(model.__dict__.get("_kbert_inference", {})) == (
+        [] if backend == "torch" else [False]
+    )
+
+
 def test_predict_keeps_input_order_for_a_raw_dataset():
     import tensorflow as tf
 

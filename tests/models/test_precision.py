@@ -57,9 +57,18 @@ def test_compiler_choice_per_backend_precision_and_use():
             else:
                 expected = backend == "jax"
             assert chosen is expected, (dtype, training)
+    # Inference on TensorFlow's CPU: XLA only for long jobs (its compile pays
+    # back over thousands of rows).
+    from kbert.models.backbone import XLA_AFTER_ROWS
+
+    for rows in (1, XLA_AFTER_ROWS - 1, XLA_AFTER_ROWS, None):
+        chosen = fastest_jit_compile("float32", training=False, rows=rows)
+        long_job = rows is None or rows >= XLA_AFTER_ROWS
+        expected = backend == "jax" or (backend == "tensorflow" and (on_gpu or long_job))
+        assert chosen is expected, rows
     classifier = kbert.BertClassifier(tiny_backbone(), num_classes=2)
     assert classifier.jit_compile is fastest_jit_compile("float32")
-    assert classifier._inference_jit_compile is fastest_jit_compile("float32", False)
+    assert classifier._inference_jit_compile == "auto"
     classifier.compile(jit_compile=False)  # an explicit choice holds for predict too
     assert classifier._inference_jit_compile is False
 
