@@ -291,8 +291,8 @@ def gate(rows, max_diff=None, min_agreement=None):
 
     Example:
     >>> rows = [artifact_row(onnx_file, classifier, 8, 2)]
-    >>> gate(rows)[0]["passed"], gate(rows, max_diff=0.0)[0]["misses"]
-    (True, ["output 'logits' differs from Keras by ... > 0 (--max-diff)", ...])
+    >>> gate(rows)[0]["passed"], gate(rows, max_diff=-1.0)[0]["misses"]
+    (True, ["output 'logits' differs from Keras by ... > -1 (--max-diff)", ...])
     """
     checked = []
     for row in rows:
