@@ -136,7 +136,9 @@ def test_one_model_is_converted_once_until_its_weights_change(tmp_path, monkeypa
     )
     model = tiny_model(num_classes=2)
     first = kbert.export.onnx(model, str(tmp_path / "a.onnx"))
-    kbert.export.openvino(model, str(tmp_path / "ov"))
+    # (min_agreement: bf16 at OpenVINO's default flips near-tied reviews of a
+    # random tiny model on CPUs with AVX512_BF16, 0.988 measured; not the point here.)
+    kbert.export.openvino(model, str(tmp_path / "ov"), min_agreement=0.9)
     again = kbert.export.onnx(model, str(tmp_path / "b.onnx"))
     assert len(conversions) == 1
     assert again["verification"] == first["verification"]
