@@ -40,6 +40,7 @@ LAZY = {
     "onnx",
     "onnxruntime",
     "openvino",
+    "nncf",  # optional: int8 OpenVINO IR only
     "ai_edge_litert",
     "flatbuffers",
     "mediapipe",

@@ -1,7 +1,8 @@
 """`kbert export --format auto`: the fastest artifact that holds its bounds here.
 
 Which artifact runs fastest depends on the CPU: OpenVINO's bf16 where the
-CPU has AMX or AVX512_BF16, int8 where it has VNNI, float32 ONNX elsewhere.
+CPU has AMX or AVX512_BF16, int8 (ONNX or OpenVINO's NNCF IR) where it has
+VNNI, float32 ONNX elsewhere.
 `auto` measures instead of guessing. It exports each candidate of
 `CANDIDATES` whose runtime is installed (each verified by its own exporter;
 a quantized one that loses agreement is refused and left out), measures
@@ -46,6 +47,7 @@ CANDIDATES = (
     ("float32.onnx", "onnx", {}),
     ("dynamic_int8.onnx", "onnx", {"quantization": "dynamic_int8"}),
     ("openvino", "openvino", {}),
+    ("openvino_int8", "openvino", {"quantization": "int8"}),
 )
 RUNTIME_MODULES = {"onnx": "onnxruntime", "openvino": "openvino"}
 RANKING = "ranking.json"

@@ -64,7 +64,7 @@ def add_export_command(subparsers):
         "--format",
         required=True,
         choices=(*NAMES, AUTO),
-        help="the format; auto: export ONNX (float32, dynamic_int8) and OpenVINO, "
+        help="the format; auto: export ONNX and OpenVINO (float32 and int8 each), "
         "measure each on its runtimes as kbert verify does, write the fastest that "
         "holds its bounds on this CPU to the OUTPUT directory, with ranking.json",
     )
@@ -241,10 +241,10 @@ def check_flags(exporter, flags):
     Example:
     >>> from kbert.export.formats import exporter_named
     >>> check_flags(exporter_named("tflite"), {"flavour": "string"})
-    >>> check_flags(exporter_named("openvino"), {"quantization": "int8"})
+    >>> check_flags(exporter_named("saved_model"), {"quantization": "int8"})
     Traceback (most recent call last):
     ...
-    ValueError: --quantization does not apply to --format openvino: ...
+    ValueError: --quantization does not apply to --format saved_model: ...
     >>> check_flags(exporter_named("onnx"), {"min_agreement": 0.9})
     Traceback (most recent call last):
     ...

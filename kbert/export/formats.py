@@ -28,6 +28,7 @@ import importlib
 FLAVOURS = ("string", "token_ids", "mediapipe")
 TFLITE_QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
 ONNX_QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
+OPENVINO_QUANTIZATIONS = (None, "int8")
 DEFAULT_OPSET = 18
 # A quantized artifact must predict as the Keras model does on this share of
 # the held-out reviews.
@@ -184,10 +185,10 @@ EXPORTERS = (
         name="openvino",
         export="kbert.export.openvino.exporter:openvino",
         # Agreement at OpenVINO's default precision (bf16 on AMX CPUs).
-        options=("min_agreement",),
+        options=("quantization", "min_agreement"),
         quantized_options=(),
         flavours=(),
-        quantizations=(None,),
+        quantizations=OPENVINO_QUANTIZATIONS,
         runner="kbert.export.openvino.runner:OpenVinoRunner",
         measure="kbert.export.openvino.measure:measure",
         runtimes=("openvino", "openvino_f32"),

@@ -32,11 +32,19 @@ REFUSED = [
 ]
 
 
+def _values(name, flag):
+    """`VALUES[flag]`, or for `quantization` the first the format offers (if
+    it offers one)."""
+    if flag == "quantization" and len(ROWS[name].quantizations) > 1:
+        return (ROWS[name].quantizations[1],) * 2
+    return VALUES[flag]
+
+
 def _command(name, flag, output, model="no/such/model"):
     command = ["export", model, "--format", name, "-o", str(output)]
     command.append("--" + flag.replace("_", "-"))
-    if VALUES[flag][0] is not None:
-        command.append(VALUES[flag][0])
+    if _values(name, flag)[0] is not None:
+        command.append(_values(name, flag)[0])
     if flag in ROWS[name].quantized_options:
         command += ["--quantization", ROWS[name].quantizations[1]]
     return command
@@ -88,7 +96,7 @@ def test_a_flag_the_format_takes_reaches_its_exporter(name, flag, tmp_path, monk
     (options,) = calls
     assert options.pop("source") == "no/such/model"
     assert options.pop("overwrite") is False
-    expected = {flag: VALUES[flag][1]}
+    expected = {flag: _values(name, flag)[1]}
     if flag in ROWS[name].quantized_options:
         expected["quantization"] = ROWS[name].quantizations[1]
     assert options == expected  # nothing else: the exporter's own defaults

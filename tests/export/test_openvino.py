@@ -7,10 +7,13 @@ import numpy as np
 import openvino
 import pytest
 
+import kbert
 import kbert.export
+from kbert.export import ExportVerificationError
 from kbert.export.record import read_record
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import features, keras_outputs, tiny_model
+from tests.trained_models import demo_classifier_preset
 
 
 @pytest.mark.skipif(
@@ -51,3 +54,53 @@ def test_openvino_ir_runs_in_plain_openvino(tmp_path):
         assert verification["agreement"]["value"] >= 0.95
         assert verification["agreement"]["min_agreement"] == 0.95
     assert max(verification["max_abs_diff"].values()) <= 1e-4
+
+
+ONCE = pytest.mark.skipif(
+    keras.backend.backend() != "torch",
+    reason="NNCF quantizes the OpenVINO model converted from the verified ONNX "
+    "file, the same whichever backend wrote it: run once, in the PyTorch run",
+)
+
+
+@ONCE
+def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
+    """`quantization="int8"` on the fine-tuned review classifier: NNCF int8
+    MatMuls (FakeQuantize in the IR), calibrated on real training reviews,
+    agreeing with Keras on the 500 held-out reviews the exporter checks, and
+    measured by `kbert verify` against its own agreement bound."""
+    from kbert.export.report import artifact_row, gate
+
+    model = kbert.BertClassifier.from_preset(demo_classifier_preset())
+    path = tmp_path / "int8_ir"
+    record = kbert.export.openvino(model, str(path), quantization="int8")
+    assert read_record(str(path)) == record
+    assert record["quantization"] == "int8"
+    quantized = record["quantized"]
+    assert quantized["method"] == "nncf int8 (transformer)"
+    assert quantized["calibration"] == "256 real texts (Rotten Tomatoes training)"
+    agreement = quantized["agreement"]
+    assert agreement["texts"].startswith("500 real texts"), agreement
+    assert agreement["value"] >= 0.99, agreement
+    core = openvino.Core()
+    ir = core.read_model(str(path / "openvino_model.xml"))
+    fake_quantize = [op for op in ir.get_ops() if op.get_type_name() == "FakeQuantize"]
+    # Both inputs of every encoder MatMul of 6 layers (q, k, v, output,
+    # intermediate, output dense) at least.
+    assert len(fake_quantize) >= 6 * 6, len(fake_quantize)
+
+    row = gate([artifact_row(str(path), model, num_examples=64, repeats=2)])[0]
+    assert row["format"] == "openvino int8"
+    assert row["bound"]["min_agreement"] == 0.99 and row["bound"]["max_diff"] is None
+    assert row["passed"], row["misses"]
+
+
+@ONCE
+def test_int8_below_the_agreement_it_must_keep_is_refused(tmp_path):
+    model = tiny_model(num_classes=2)
+    path = tmp_path / "int8_ir"
+    with pytest.raises(ExportVerificationError, match="OpenVINO quantization='int8'"):
+        kbert.export.openvino(model, str(path), quantization="int8", min_agreement=1.01)
+    assert not path.exists() and os.listdir(tmp_path) == []
+    with pytest.raises(ValueError, match="OpenVINO export offers"):
+        kbert.export.openvino(model, str(path), quantization="dynamic_int8")

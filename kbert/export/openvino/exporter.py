@@ -8,13 +8,16 @@ file of `kbert.export.onnx` (itself checked against Keras first) and
 verified on OpenVINO's CPU plugin: float32 forced within 1e-4 of Keras at two
 shapes, and at the precision the plugin picks for this CPU (bf16 where the
 CPU has AVX512_BF16 or AMX) by prediction agreement on held-out reviews.
+`quantization="int8"` quantizes it with NNCF on real text
+(`kbert.export.openvino.quantization`) and verifies it by agreement.
 """
 
 import os
 
 from kbert.export import agreement, checks
-from kbert.export.formats import DEFAULT_MIN_AGREEMENT, OPENVINO_XML
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT, OPENVINO_QUANTIZATIONS, OPENVINO_XML
 from kbert.export.onnx.exporter import onnx as export_onnx
+from kbert.export.openvino.quantization import quantize_openvino
 from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.export.record import build_record, write_with_record
 from kbert.export.spec import export_spec, keras_outputs
@@ -25,7 +28,12 @@ from kbert.utils.owned_temps import work_directory
 
 
 def openvino(
-    model, path, source=None, min_agreement=DEFAULT_MIN_AGREEMENT, overwrite=False
+    model,
+    path,
+    source=None,
+    quantization=None,
+    min_agreement=DEFAULT_MIN_AGREEMENT,
+    overwrite=False,
 ):
     """Exports `model` (token ids in) to a verified OpenVINO IR directory.
 
@@ -33,8 +41,9 @@ def openvino(
         model: a kbert task model or backbone.
         path: the directory to write (replaced only after verification).
         source: where the model came from, kept in the export record.
+        quantization: None (float32 weights) or `"int8"` (NNCF on real text).
         min_agreement: the least share of predictions the model must share
-            with Keras at OpenVINO's default precision.
+            with Keras at OpenVINO's default precision (and when quantized).
         overwrite: write over a `path` holding files kbert did not write
             (otherwise refused before any work; kbert's own earlier artifact
             is always replaced).
@@ -49,6 +58,11 @@ def openvino(
     >>> sorted(os.listdir("out/classifier_ov"))
     ['kbert_export.json', 'openvino_model.bin', 'openvino_model.xml']
     """
+    if quantization not in OPENVINO_QUANTIZATIONS:
+        raise ValueError(
+            f"quantization={quantization!r}: OpenVINO export offers "
+            f"{OPENVINO_QUANTIZATIONS}."
+        )
     check_target(path, "openvino", overwrite)
     import openvino as ov  # lazy: an optional runtime, only for this format
 
@@ -57,10 +71,20 @@ def openvino(
     with work_directory("openvino") as work:
         onnx_path = os.path.join(work, "model.onnx")
         onnx_record = export_onnx(model, onnx_path)
+        ov_model, quantized = ov.convert_model(onnx_path), None
+        if quantization == "int8":
+            ov_model, quantized = quantize_openvino(model, spec, ov_model)
         with atomic_directory(path) as tmp:
             xml = os.path.join(tmp, OPENVINO_XML)
-            ov.save_model(ov.convert_model(onnx_path), xml, compress_to_fp16=False)
-            verification = verify_openvino(model, spec, xml, min_agreement)
+            ov.save_model(ov_model, xml, compress_to_fp16=False)
+            if quantized:
+                quantized["agreement"] = verify_quantized(model, spec, xml, min_agreement)
+                verification = {
+                    "runtime": quantized["agreement"]["runtime"],
+                    "by": "prediction agreement with Keras (quantized.agreement)",
+                }
+            else:
+                verification = verify_openvino(model, spec, xml, min_agreement)
             export_record = build_record(
                 "openvino",
                 model,
@@ -70,7 +94,10 @@ def openvino(
                 inputs=list(spec.token_inputs),
                 converter=f"{onnx_record['converter']} -> openvino.convert_model",
                 onnx_verification=onnx_record["verification"],
+                quantization=quantization,
             )
+            if quantized:
+                export_record["quantized"] = quantized
             write_with_record(tmp, "openvino", export_record)
     return export_record
 
@@ -112,6 +139,20 @@ def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
             runtime=default.describe(),
         )
     return summary
+
+
+def verify_quantized(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
+    """The agreement entry of an int8 IR at OpenVINO's default precision;
+    raises `ExportVerificationError` below `min_agreement`."""
+    runner = OpenVinoRunner(xml)
+    return agreement.verify_agreement(
+        model,
+        spec,
+        lambda batch, _: (runner(batch), batch),
+        min_agreement,
+        "OpenVINO quantization='int8'",
+        runtime=runner.describe(),
+    )
 
 
 def keras_openvino(model, path, **kwargs):

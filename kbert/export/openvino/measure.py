@@ -12,4 +12,6 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     """Outputs and batch-1 latency of the IR directory `artifact` on `runtime`
     (see `kbert.export.formats.Exporter.measure`)."""
     xml = os.path.join(artifact, OPENVINO_XML)
-    return {**run_token_ids(xml, record, features, repeats, runtime), "format": "openvino"}
+    quantization = record.get("quantization")
+    kind = "openvino" + (f" {quantization}" if quantization else "")
+    return {**run_token_ids(xml, record, features, repeats, runtime), "format": kind}
