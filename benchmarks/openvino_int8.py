@@ -25,8 +25,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from common import finetune_demo_classifier, print_table  # noqa: E402
 from end_to_end import cpu_description  # noqa: E402
+from onnx_quantization import THREADS, sessions_for  # noqa: E402
 
-THREADS = 2
 BATCH = 32
 
 
@@ -58,20 +58,12 @@ def export_all(model, preset, workdir):
 
 
 def runners(paths):
-    """`{system: (artifact name, callable)}`: every artifact on its runtimes."""
-    import onnxruntime
-
+    """`{system: callable(batch) -> logits}`: every artifact on its runtimes."""
     from kbert.export.openvino.runner import OpenVinoRunner
 
+    onnx = ("onnx float32", "onnx dynamic_int8")
     systems = {}
-    for name in ("onnx float32", "onnx dynamic_int8"):
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = THREADS
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = onnxruntime.InferenceSession(
-            paths[name], options, providers=["CPUExecutionProvider"]
-        )
+    for name, session in sessions_for({name: paths[name] for name in onnx}).items():
         systems[f"{name} on onnxruntime"] = lambda batch, session=session: session.run(
             ["logits"], batch
         )[0]

@@ -12,10 +12,7 @@ from kbert.export.report import first_row, median_seconds
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     """Outputs and batch-1 latency of the ONNX file at `artifact` on `runtime`
     (see `kbert.export.formats.Exporter.measure`)."""
-    result = run_token_ids(artifact, record, features, repeats, runtime)
-    quantization = record.get("quantization")
-    result["format"] = "onnx" + (f" {quantization}" if quantization else "")
-    return result
+    return run_token_ids(artifact, record, features, repeats, runtime, "onnx")
 
 
 def token_id_bound(record, precision):
@@ -42,10 +39,11 @@ def token_id_bound(record, precision):
     return {"tolerance": tolerance, "relative": False, "min_agreement": None}
 
 
-def run_token_ids(path, record, features, repeats, runtime):
+def run_token_ids(path, record, features, repeats, runtime, kind):
     """An ONNX file or OpenVINO IR run on token ids: on onnxruntime
     (`"onnxruntime"`) or OpenVINO at its default precision (`"openvino"`) or
-    at float32 (`"openvino_f32"`); with its bound (`token_id_bound`)."""
+    at float32 (`"openvino_f32"`); with its bound (`token_id_bound`) and its
+    format as `kbert verify` names it (`kind` and the record's quantization)."""
     if runtime == "onnxruntime":
         runner, name, precision = OnnxRunner(path), "onnxruntime (CPU)", "f32"
     else:
@@ -53,6 +51,7 @@ def run_token_ids(path, record, features, repeats, runtime):
         runner = OpenVinoRunner(path, precision="f32" if forced else None)
         name = runner.describe() + (" forced" if forced else " default")
         precision = runner.precision
+    quantization = record.get("quantization")
     got = runner(features)
     seconds = median_seconds(lambda: runner(first_row(features)), repeats=repeats)
     return {
@@ -61,4 +60,5 @@ def run_token_ids(path, record, features, repeats, runtime):
         "seconds": seconds,
         "runtime": name,
         "bound": token_id_bound(record, precision),
+        "format": kind + (f" {quantization}" if quantization else ""),
     }

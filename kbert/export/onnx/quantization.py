@@ -129,6 +129,16 @@ def recipe_for(quantization):
     return RECIPES[quantization]
 
 
+def calibration_source(feeds):
+    """How the record names the calibration texts of `feeds`.
+
+    Example:
+    >>> calibration_source([{}] * 8)
+    '8 real texts (Rotten Tomatoes training)'
+    """
+    return f"{len(feeds)} real texts (Rotten Tomatoes training)"
+
+
 def calibration_feeds(model, spec, count=CALIBRATION_TEXTS, texts=None):
     """Real training reviews packed by the model's preprocessor, one text per
     feed at its own length (no padding in the statistics).
@@ -339,7 +349,7 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
     try:
         summary = quantize_onnx(path, quantized, recipe, feeds)
         if feeds:
-            summary["calibration"] = f"{len(feeds)} real texts (Rotten Tomatoes training)"
+            summary["calibration"] = calibration_source(feeds)
         runner = OnnxRunner(quantized)
         summary["agreement"] = agreement.verify_agreement(
             model,

@@ -130,13 +130,12 @@ def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
     default = OpenVinoRunner(xml)
     summary["default_precision"] = default.precision
     if default.precision != "f32" and data.texts is not None:
-        summary["agreement"] = agreement.verify_agreement(
+        summary["agreement"] = _agreement(
             model,
             spec,
-            lambda batch, _: (default(batch), batch),
+            default,
             min_agreement,
             f"OpenVINO at its default precision {default.precision}",
-            runtime=default.describe(),
         )
     return summary
 
@@ -145,12 +144,17 @@ def verify_quantized(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
     """The agreement entry of an int8 IR at OpenVINO's default precision;
     raises `ExportVerificationError` below `min_agreement`."""
     runner = OpenVinoRunner(xml)
+    return _agreement(model, spec, runner, min_agreement, "OpenVINO quantization='int8'")
+
+
+def _agreement(model, spec, runner, min_agreement, context):
+    """`agreement.verify_agreement` of the IR compiled in `runner`."""
     return agreement.verify_agreement(
         model,
         spec,
         lambda batch, _: (runner(batch), batch),
         min_agreement,
-        "OpenVINO quantization='int8'",
+        context,
         runtime=runner.describe(),
     )
 

@@ -12,6 +12,4 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     """Outputs and batch-1 latency of the IR directory `artifact` on `runtime`
     (see `kbert.export.formats.Exporter.measure`)."""
     xml = os.path.join(artifact, OPENVINO_XML)
-    quantization = record.get("quantization")
-    kind = "openvino" + (f" {quantization}" if quantization else "")
-    return {**run_token_ids(xml, record, features, repeats, runtime), "format": kind}
+    return run_token_ids(xml, record, features, repeats, runtime, "openvino")

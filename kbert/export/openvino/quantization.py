@@ -14,7 +14,11 @@ prediction agreement with Keras on held-out reviews and refuses below
 import contextlib
 import sys
 
-from kbert.export.onnx.quantization import CALIBRATION_TEXTS, calibration_feeds
+from kbert.export.onnx.quantization import (
+    CALIBRATION_TEXTS,
+    calibration_feeds,
+    calibration_source,
+)
 
 
 def quantize_openvino(model, spec, ov_model, count=CALIBRATION_TEXTS):
@@ -30,18 +34,18 @@ def quantize_openvino(model, spec, ov_model, count=CALIBRATION_TEXTS):
     import nncf  # lazy: an optional library, only for int8 OpenVINO artifacts
 
     feeds = calibration_feeds(model, spec, count)
-    names = [port.get_any_name() for port in ov_model.inputs]
-    missing = [name for name in names if name not in feeds[0]]
+    types = {
+        port.get_any_name(): port.get_element_type().to_dtype() for port in ov_model.inputs
+    }
+    missing = [name for name in types if name not in feeds[0]]
     if missing:
         raise ValueError(
             f"The OpenVINO model's inputs {missing} are not among the calibration "
             f"features {sorted(feeds[0])}."
         )
-    types = {
-        port.get_any_name(): port.get_element_type().to_dtype() for port in ov_model.inputs
-    }
     dataset = nncf.Dataset(
-        feeds, lambda feed: {name: feed[name].astype(types[name]) for name in names}
+        feeds,
+        lambda feed: {name: feed[name].astype(dtype) for name, dtype in types.items()},
     )
     # NNCF's progress bars are progress, not output: on stderr.
     with contextlib.redirect_stdout(sys.stderr):
@@ -54,6 +58,6 @@ def quantize_openvino(model, spec, ov_model, count=CALIBRATION_TEXTS):
     summary = {
         "method": "nncf int8 (transformer)",
         "nncf": nncf.__version__,
-        "calibration": f"{len(feeds)} real texts (Rotten Tomatoes training)",
+        "calibration": calibration_source(feeds),
     }
     return quantized, summary
