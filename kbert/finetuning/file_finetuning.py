@@ -12,6 +12,7 @@ import numpy as np
 
 from kbert.finetuning.classifier_training import (
     build_classifier,
+    classifier_optimizer,
     evaluate_classifier,
     long_text_counts,
     train_classifier,
@@ -113,6 +114,14 @@ def finetune_on_files(
         print(f"Fine-tuning {summary}.")
     stride = model._window_stride(long_texts, stride)
     long_report = {"mode": long_texts, "stride": stride}
+    if long_texts == "windows":
+        # fit takes a step per batch of windows: the schedule counts windows,
+        # or it decays to 0 after the first len(texts) rows and stays there.
+        num_examples = len(
+            model.window_samples(splits["train"][0], stride)["example_index"]
+        )
+        long_report["train_windows"] = num_examples
+        model.compile(optimizer=classifier_optimizer(recipe, num_examples))
     paths_of = {"train": train, "validation": validation, "test": test}
     for split, (x, _) in splits.items():
         long_report[split] = counts = long_text_counts(model, x)
@@ -165,6 +174,7 @@ def finetune_on_files(
         "labels": names,
         "recipe": dataclasses.asdict(recipe),
         "train_seconds": round(seconds, 1),
+        "training_steps": recipe.total_steps(num_examples),
         "trainable_weights": trainable,
         "total_weights": total,
         "history": history,

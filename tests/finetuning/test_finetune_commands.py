@@ -247,6 +247,17 @@ def test_finetune_counts_long_texts_per_file_and_trains_on_windows(
         assert f"{train}: 3 of 9 texts are longer than sequence_length=8" in printed
         assert f"{test}: 1 of 3 texts" in printed
         assert ("--long-texts windows" in printed) == (mode == "truncate")
+        # The learning-rate schedule spans the steps fit takes: one per batch
+        # of 4 texts, or of 4 windows.
+        trained = 9
+        if mode == "windows":
+            model = kbert.BertClassifier.from_preset(
+                tiny_preset, num_classes=2, sequence_length=8
+            )
+            texts = [text for text, _ in rows * 3]
+            trained = len(model.window_samples(texts, 2)["example_index"])
+            assert counts["train_windows"] == trained > 9
+        assert results["training_steps"] == -(-trained // 4)
 
 
 def test_embed_command_reads_long_texts_in_windows(tmp_path, tiny_preset):

@@ -186,7 +186,8 @@ def _from_tensorflow(model, spec, opset, sample):
         for name in spec.token_inputs
     ]
 
-    @tf.function(input_signature=signature)
+    # autograph=False: as in the SavedModel exporter, nothing to rewrite.
+    @tf.function(input_signature=signature, autograph=False)
     def function(*inputs):
         outputs = forward(model, dict(zip(spec.token_inputs, inputs)))
         return {name: outputs[name] for name in spec.output_names}

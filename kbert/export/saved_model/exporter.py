@@ -144,7 +144,10 @@ def _signature_functions(model, spec):
         for name in spec.token_inputs
     }
 
-    @tf.function(input_signature=[token_specs])
+    # autograph=False: the traced code branches on Python values only, and
+    # autograph rewriting the preprocessor's source cost 3.6-4.9 s of each
+    # export (a tiny classifier: tracing 5.3-6.6 s with it, 1.7 s without).
+    @tf.function(input_signature=[token_specs], autograph=False)
     def serve_token_ids(inputs):
         return forward(model, inputs)
 
@@ -161,7 +164,7 @@ def _signature_functions(model, spec):
         for name in spec.text_inputs
     }
 
-    @tf.function(input_signature=[text_specs])
+    @tf.function(input_signature=[text_specs], autograph=False)
     def serving_default(texts):
         features, extras = text_features(model.preprocessor, spec, texts)
         return {**forward(model, features), **extras}
