@@ -421,29 +421,33 @@ class Task(
         )
         stride = self._window_stride(long_texts, stride)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
-        if self._takes_raw(x):
-            validation_split = kwargs.pop("validation_split", 0.0)
-            default = batch_size or length_batching.DEFAULT_BATCH_SIZE
-            if validation_split and not _is_dataset(x):
-                train, held_out = self._split_validation(
-                    x, y, sample_weight, validation_split, stride
-                )
-                x = self._bucketed_dataset(*train, default, shuffle)
-                if kwargs.get("validation_data") is None:  # Keras: validation_data wins
-                    kwargs["validation_data"] = self._bucketed_dataset(
-                        *held_out, validation_batch_size or default, False
+        # training and validation texts are cut in one call: one warning
+        with long_texts_lib.one_truncation_warning():
+            if self._takes_raw(x):
+                validation_split = kwargs.pop("validation_split", 0.0)
+                default = batch_size or length_batching.DEFAULT_BATCH_SIZE
+                if validation_split and not _is_dataset(x):
+                    train, held_out = self._split_validation(
+                        x, y, sample_weight, validation_split, stride
                     )
+                    x = self._bucketed_dataset(*train, default, shuffle)
+                    if kwargs.get("validation_data") is None:  # Keras: validation_data wins
+                        kwargs["validation_data"] = self._bucketed_dataset(
+                            *held_out, validation_batch_size or default, False
+                        )
+                else:
+                    if validation_split:
+                        kwargs["validation_split"] = validation_split  # Keras explains
+                    x = self._training_data(
+                        x, y, sample_weight, batch_size, shuffle, stride
+                    )
+                y = sample_weight = batch_size = None
             else:
-                if validation_split:
-                    kwargs["validation_split"] = validation_split  # Keras explains
-                x = self._training_data(x, y, sample_weight, batch_size, shuffle, stride)
-            y = sample_weight = batch_size = None
-        else:
-            self._check_given_targets(x, y)
-        if kwargs.get("validation_data") is not None:
-            kwargs["validation_data"] = self._validation_data(
-                kwargs["validation_data"], validation_batch_size, stride
-            )
+                self._check_given_targets(x, y)
+            if kwargs.get("validation_data") is not None:
+                kwargs["validation_data"] = self._validation_data(
+                    kwargs["validation_data"], validation_batch_size, stride
+                )
         if validation_batch_size is not None and not _is_batched(
             kwargs.get("validation_data")
         ):
@@ -491,6 +495,13 @@ class Task(
         outputs put back together from its windows (see `predict`)."""
         self._follow_variable_changes()
         stride = self._window_stride(long_texts, stride)
+        if stride is not None and self.output_sequence_axis is not None:
+            raise ValueError(
+                f'{type(self).__name__}.evaluate(long_texts="windows") is not '
+                "supported: its outputs are per token, and its labels follow the "
+                'words of the text. predict(texts, long_texts="windows") gives '
+                "outputs for the whole text to score."
+            )
         if stride is not None and self._takes_raw(x):
             self._check_raw_count(x)
             outputs = self.predict(
@@ -722,6 +733,15 @@ class Task(
                 f"long_texts={long_texts!r} reads raw texts: this "
                 f"{type(self).__name__} has no preprocessor."
             )
+        cls = type(self)
+        if long_texts == "windows" and (
+            self.target_positions != Task.target_positions  # masks placed per text
+            or (  # samples of its own (QA's windows) and no windows of them
+                cls.preprocess_samples is not Task.preprocess_samples
+                and cls.window_samples is Task.window_samples
+            )
+        ):
+            raise ValueError(f'{cls.__name__} does not take long_texts="windows".')
         return long_texts_lib.check_long_texts(long_texts, stride, self._sequence_length)
 
     def window_samples(self, x, stride, y=None):
@@ -731,8 +751,6 @@ class Task(
         follow the tokens override this and add `labels` from `y`."""
         import tensorflow as tf  # lazy: TF only for raw text
 
-        if type(self).preprocess_samples is not Task.preprocess_samples:
-            raise ValueError(f'{type(self).__name__} does not take long_texts="windows".')
         segments, batched = self.preprocessor._segments(x)
         tokenizer = self.preprocessor.tokenizer
         ids = [tokenizer.tokenize_tensor(segment) for segment in segments]

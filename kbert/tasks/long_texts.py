@@ -8,6 +8,7 @@ call; `long_texts="windows", stride=S` reads each text whole, in windows of
 windows' outputs back together per text (`kbert.tasks.windows`).
 """
 
+import contextlib
 import os
 import sys
 import warnings
@@ -22,8 +23,8 @@ class TruncationWarning(UserWarning):
     """Raw texts longer than the model's `sequence_length` were cut to it.
 
     Attributes: `truncated` (how many texts were cut), `total` (how many
-    came in) and `longest` (the longest one, in tokens with the special
-    tokens).
+    came in), `longest` (the longest one, in tokens with the special
+    tokens) and `sequence_length`.
 
     Example:
     >>> import warnings
@@ -35,9 +36,10 @@ class TruncationWarning(UserWarning):
     (1, 40)
     """
 
-    def __init__(self, message, truncated=0, total=0, longest=0):
+    def __init__(self, message, truncated=0, total=0, longest=0, sequence_length=0):
         super().__init__(message)
         self.truncated, self.total, self.longest = truncated, total, longest
+        self.sequence_length = sequence_length
 
 
 def default_stride(budget):
@@ -92,22 +94,59 @@ def warn_truncated(lengths, sequence_length):
     lengths = np.asarray(lengths).reshape(-1)
     truncated = int(np.sum(lengths > sequence_length))
     if truncated:
-        longest = int(lengths.max())
-        warnings.warn(
-            TruncationWarning(
-                f"{truncated} of {len(lengths)} texts are longer than "
-                f"sequence_length={sequence_length} and were truncated (the longest "
-                f"has {longest} tokens). Read them whole with a longer "
-                "`sequence_length` (up to the model's max_sequence_length) or with "
-                '`long_texts="windows"` (overlapping windows, outputs aggregated '
-                "per text).",
-                truncated,
-                len(lengths),
-                longest,
-            ),
-            stacklevel=_user_stacklevel(),
-        )
+        _warn(truncated, len(lengths), int(lengths.max()), sequence_length)
     return truncated
+
+
+def _warn(truncated, total, longest, sequence_length):
+    warnings.warn(
+        TruncationWarning(
+            f"{truncated} of {total} texts are longer than "
+            f"sequence_length={sequence_length} and were truncated (the longest "
+            f"has {longest} tokens). Read them whole with a longer "
+            "`sequence_length` (up to the model's max_sequence_length) or with "
+            '`long_texts="windows"` (overlapping windows, outputs aggregated '
+            "per text).",
+            truncated,
+            total,
+            longest,
+            sequence_length,
+        ),
+        stacklevel=_user_stacklevel(),
+    )
+
+
+@contextlib.contextmanager
+def one_truncation_warning():
+    """Within, `TruncationWarning`s are held and given once on exit, their
+    counts summed: one call that cuts texts in two places (`fit`'s training
+    and validation texts) warns once. Other warnings pass through.
+
+    Example:
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     with one_truncation_warning():
+    ...         _ = warn_truncated([40, 5], sequence_length=32)
+    ...         _ = warn_truncated([50, 60, 7], sequence_length=32)
+    >>> len(caught), caught[0].message.truncated, caught[0].message.total
+    (1, 3, 5)
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    held = [w.message for w in caught if isinstance(w.message, TruncationWarning)]
+    for other in caught:
+        if not isinstance(other.message, TruncationWarning):
+            warnings.warn_explicit(
+                other.message, other.category, other.filename, other.lineno
+            )
+    if held:
+        _warn(
+            sum(w.truncated for w in held),
+            sum(w.total for w in held),
+            max(w.longest for w in held),
+            held[0].sequence_length,
+        )
 
 
 def _user_stacklevel():

@@ -94,6 +94,18 @@ def test_every_raw_text_path_warns_once():
     classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
     assert len(caught(lambda: classifier.evaluate(TEXTS, y, verbose=0))) == 1
     assert len(caught(lambda: classifier.fit(TEXTS, y, epochs=1, verbose=0))) == 1
+    # training and validation texts cut in one call: one warning, counts summed
+    (warning,) = caught(
+        lambda: classifier.fit(
+            TEXTS, y, validation_data=(TEXTS[:2], y[:2]), epochs=1, verbose=0
+        )
+    )
+    one = caught(lambda: classifier.evaluate(TEXTS, y, verbose=0))[0].message
+    held_out = caught(lambda: classifier.evaluate(TEXTS[:2], y[:2], verbose=0))
+    assert warning.message.total == len(TEXTS) + 2
+    assert warning.message.truncated == one.truncated + (
+        held_out[0].message.truncated if held_out else 0
+    )
     embedder = kbert.BertTextEmbedder(backbone(), preprocessor=preprocessor())
     assert len(caught(lambda: embedder.predict(TEXTS, verbose=0))) == 1
     extractor = kbert.BertFeatureExtractor(
@@ -278,3 +290,12 @@ def test_pipelines_read_long_texts_in_windows():
     assert words == LONG.replace(" ", "")  # every piece, once
     with pytest.raises(ValueError, match="fill-mask pipeline takes no"):
         kbert.pipeline("fill-mask", kbert.BertMaskedLM(backbone()), long_texts="windows")
+    # Refused by name before any work, not deep inside a backend.
+    masked_lm = kbert.BertMaskedLM(backbone(), preprocessor=preprocessor())
+    with pytest.raises(ValueError, match='BertMaskedLM does not take long_texts="windows"'):
+        masked_lm.predict([LONG], long_texts="windows", verbose=0)
+    answerer = kbert.BertQuestionAnswerer(backbone(), preprocessor=preprocessor())
+    with pytest.raises(ValueError, match="BertQuestionAnswerer does not take"):
+        answerer.predict([("who?", LONG)], long_texts="windows", verbose=0)
+    with pytest.raises(ValueError, match=r"BertTokenClassifier.evaluate\(long_texts"):
+        tagger.evaluate([LONG], [[0] * len(LONG.split())], long_texts="windows")
