@@ -17,6 +17,7 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "jax")  # the fastest training backend here
 
 from kbert.finetuning import sentiment_demo
+from kbert.utils.artifact_kinds import add_overwrite_argument
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -25,5 +26,8 @@ if __name__ == "__main__":
     )
     parser.add_argument("--train-examples", type=int, default=4000)
     parser.add_argument("--out", default="out/demo")
+    add_overwrite_argument(parser)
     args = parser.parse_args()
-    sentiment_demo.run(args.out, train_examples=args.train_examples)
+    sentiment_demo.run(
+        args.out, train_examples=args.train_examples, overwrite=args.overwrite
+    )

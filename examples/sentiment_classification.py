@@ -15,6 +15,7 @@ quiet_process("--verbose" in sys.argv)  # first: no TensorFlow/absl/CUDA start-u
 import argparse
 
 from kbert.finetuning import sentiment_demo
+from kbert.utils.artifact_kinds import add_overwrite_argument
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -24,9 +25,11 @@ if __name__ == "__main__":
     parser.add_argument("--train-examples", type=int, default=4000)
     parser.add_argument("--out", default="out/sentiment")
     parser.add_argument("--smoke", action="store_true", help="a tiny run for tests")
+    add_overwrite_argument(parser)
     args = parser.parse_args()
     sentiment_demo.run(
         args.out,
         train_examples=32 if args.smoke else args.train_examples,
         test_examples=64 if args.smoke else None,
+        overwrite=args.overwrite,
     )

@@ -21,6 +21,7 @@ from kbert.finetuning.classifier_training import build_classifier, train_classif
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_training_curve
 from kbert.models.classifier import BertClassifier
+from kbert.utils.artifact_kinds import check_target
 from kbert.utils.tables import markdown_table
 
 LABELS = {0: "rotten", 1: "fresh"}
@@ -42,14 +43,14 @@ def accuracy(logits, labels):
     return float(np.mean(np.argmax(logits, axis=-1) == np.asarray(labels)))
 
 
-def reload_parity(model, output_dir, texts, labels):
+def reload_parity(model, output_dir, texts, labels, overwrite=False):
     """Saves the model in each format, reloads it, compares on `texts`."""
     reference = model.predict(texts, batch_size=64, verbose=0)
     rows = [["in memory", "-", "0", f"{accuracy(reference, labels):.4f}"]]
     keras_path = os.path.join(output_dir, "classifier.keras")
     model.save(keras_path)
     preset_path = os.path.join(output_dir, "preset")
-    model.save_to_preset(preset_path)
+    model.save_to_preset(preset_path, overwrite=overwrite)
     reloaded = {
         ".keras": (keras_path, lambda: keras.saving.load_model(keras_path)),
         "kbert preset": (
@@ -70,7 +71,7 @@ def reload_parity(model, output_dir, texts, labels):
     return markdown_table(["artifact", "path", "max |logits diff|", "test accuracy"], rows)
 
 
-def export_parity(model, output_dir, test):
+def export_parity(model, output_dir, test, overwrite=False):
     """Exports SavedModel, TFLite and ONNX; each runs on its own runtime
     (a fresh TensorFlow process, the LiteRT interpreter, ONNX Runtime) and is
     compared with the Keras model on the `test` reviews `(texts, labels)`."""
@@ -83,7 +84,7 @@ def export_parity(model, output_dir, test):
     }
     rows = [keras_row(model, num_examples, labelled=test)]
     for exporter, path in artifacts.items():
-        exporter(model, path, source=source)
+        exporter(model, path, source=source, overwrite=overwrite)
         rows.append(artifact_row(path, model, num_examples=num_examples, labelled=test))
     return report_table(rows)
 
@@ -94,8 +95,12 @@ def run(
     recipe=DEMO_RECIPE,
     verbose=1,
     test_examples=None,
+    overwrite=False,
 ):
-    """Runs the whole job; `test_examples` cuts validation and test (for smoke runs)."""
+    """Runs the whole job; `test_examples` cuts validation and test (for smoke
+    runs). An `output_dir` holding files kbert did not write is refused
+    before any work, unless `overwrite=True`."""
+    check_target(output_dir, "sentiment_demo", overwrite)
     os.makedirs(output_dir, exist_ok=True)
     splits = sentiment_splits(train_examples, seed=recipe.seed)
     train = splits["train"]
@@ -136,12 +141,12 @@ def run(
     print(f"Training: {seconds:.0f} s, {results['train_examples_per_second']} examples/s")
     print(f"Training curve: {curve_path}")
     start = time.perf_counter()
-    table = reload_parity(model, output_dir, test[0], test[1])
+    table = reload_parity(model, output_dir, test[0], test[1], overwrite)
     elapsed = time.perf_counter() - start
     print(f"\nSaved, reloaded and compared on the test set ({elapsed:.0f} s):")
     print(table)
     start = time.perf_counter()
-    table = export_parity(model, output_dir, test)
+    table = export_parity(model, output_dir, test, overwrite)
     elapsed = time.perf_counter() - start
     print(f"\nExported, run on each runtime, compared on the test set ({elapsed:.0f} s):")
     print(table)

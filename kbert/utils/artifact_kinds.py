@@ -143,6 +143,19 @@ ARTIFACT_KINDS = {
         ("results.json", "training_curve.png", "confusion_matrix.png"),
         folders=(("preset", "kbert_preset"),),
     ),
+    # The main job (`make demo`, examples/sentiment_classification.py).
+    "sentiment_demo": ArtifactKind(
+        "a sentiment demo output directory",
+        True,
+        (
+            "results.json",
+            "training_curve.png",
+            "classifier.keras",
+            "classifier.tflite",
+            "classifier.onnx",
+        ),
+        folders=(("preset", "kbert_preset"), ("saved_model/1", "saved_model")),
+    ),
     "pretraining_output": ArtifactKind(
         "a pretraining run directory",
         True,

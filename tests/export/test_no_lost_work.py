@@ -37,16 +37,29 @@ def test_every_exporter_refuses_before_any_work(name, tmp_path):
         assert file.read() == b"the user's own bytes"
 
 
-def test_onnx_overwrite_then_its_own_file_replaced(tmp_path, capsys):
+# ONNX on every backend; TFLite and OpenVINO (the same check) where they
+# export natively, to keep two more exports cheap.
+REPLACED = ["onnx"] + (
+    ["tflite", "openvino"] if keras.backend.backend() == "tensorflow" else []
+)
+
+
+@pytest.mark.parametrize("name", REPLACED)
+def test_overwrite_then_its_own_artifact_replaced(name, tmp_path, capsys):
     model = tiny_model(num_classes=2)
-    path = users_file(str(tmp_path / "model.onnx"))  # an ONNX file of someone else's
-    kbert.export.onnx(model, path, overwrite=True)
+    target, directory = EXPORTERS[name]
+    path = str(tmp_path / target)
+    # someone else's file of that name (or in that directory)
+    users_file(os.path.join(path, "notes.txt") if directory else path)
+    exporter = getattr(kbert.export, name)
+    exporter(model, path, overwrite=True)
     assert "overwrite=True: replacing" in capsys.readouterr().err
-    assert read_record(path)["format"] == "onnx"
+    assert read_record(path)["format"] == name
+    assert not os.path.exists(os.path.join(path, "notes.txt"))
     first = os.stat(path).st_ino
-    kbert.export.onnx(model, path)  # kbert's own: replaced, no flag needed
+    exporter(model, path)  # kbert's own: replaced (a new inode), no flag needed
     assert os.stat(path).st_ino != first
-    assert os.listdir(tmp_path) == ["model.onnx"]
+    assert os.listdir(tmp_path) == [target]
 
 
 @pytest.mark.skipif(

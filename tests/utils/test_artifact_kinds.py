@@ -67,6 +67,11 @@ def test_own_files_nested_kinds_and_leftover_temporaries(tmp_path):
     write(tmp_path / "ft" / "preset" / "task.json")
     write(tmp_path / "ft" / "results.json")
     assert foreign_files(tmp_path / "ft", "finetune_output") == []
+    demo = tmp_path / "demo"  # the main job's output: its files, a preset, a SavedModel
+    for name in ("results.json", "classifier.onnx", "preset/task.json"):
+        write(demo / name)
+    write(demo / "saved_model" / "1" / "variables" / "variables.index")
+    assert foreign_files(demo, "sentiment_demo") == []
     write(tmp_path / "sm" / "variables" / "variables.index")
     write(tmp_path / "sm" / "saved_model.pb")
     write(tmp_path / "sm" / "extra" / "x")
@@ -154,3 +159,16 @@ def test_commands_refuse_foreign_files_before_any_work(argv, target, tmp_path, c
     kept = os.path.join(path, "notes.txt") if target == "dir" else path
     with open(kept) as file:
         assert file.read() in ("mine", "the user's own file")
+
+
+def test_the_demo_refuses_foreign_files_before_any_work(tmp_path, monkeypatch):
+    from kbert.finetuning import sentiment_demo
+
+    def reads_data(*args, **kwargs):
+        raise AssertionError("the demo read its data before checking its output")
+
+    monkeypatch.setattr(sentiment_demo, "sentiment_splits", reads_data)
+    write(tmp_path / "notes.txt")
+    with pytest.raises(ForeignFilesError, match="a sentiment demo output directory"):
+        sentiment_demo.run(str(tmp_path))
+    assert (tmp_path / "notes.txt").read_text() == "mine"
