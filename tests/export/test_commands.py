@@ -33,10 +33,17 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     source = str(tmp_path / "classifier.keras")
     model.save(source)
     artifact = str(tmp_path / "classifier.onnx")
+    with open(artifact, "w") as file:
+        file.write("the user's own file")
 
-    args = _parser().parse_args(["export", source, "--format", "onnx", "-o", artifact])
+    export = ["export", source, "--format", "onnx", "-o", artifact]
+    args = _parser().parse_args(export)
+    with pytest.raises(ValueError, match="--overwrite"):  # refused before any work
+        args.handler(args)
+    args = _parser().parse_args([*export, "--overwrite"])
     assert args.handler(args) == 0
-    assert os.path.isfile(artifact)
+    assert "overwrite=True: replacing" in capsys.readouterr().err
+    assert read_record(artifact)["format"] == "onnx"
 
     # Labelled examples of the user's: accuracy on them, labels by name or id.
     texts = ["a good film", "a bad movie", "great fun", "boring plot", "not very good"]
@@ -78,6 +85,11 @@ def test_export_then_verify_prints_the_table(tmp_path, capsys):
     onnx_line = next(line for line in out.splitlines() if "onnxruntime" in line)
     assert onnx_line.split("|")[6].strip() == "n/a"
     assert "pass --data FILE --text-column C --label-column L" in out
+
+    first = os.stat(artifact).st_ino
+    args = _parser().parse_args(export)  # kbert's own file now: replaced, no flag
+    assert args.handler(args) == 0
+    assert os.stat(artifact).st_ino != first
 
 
 @pytest.mark.skipif(

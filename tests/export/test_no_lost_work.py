@@ -37,10 +37,10 @@ def test_every_exporter_refuses_before_any_work(name, tmp_path):
         assert file.read() == b"the user's own bytes"
 
 
-# ONNX on every backend; TFLite and OpenVINO (the same check) where they
-# export natively, to keep two more exports cheap.
+# ONNX on every backend; the others (the same check) where they export
+# natively, to keep the extra exports cheap.
 REPLACED = ["onnx"] + (
-    ["tflite", "openvino"] if keras.backend.backend() == "tensorflow" else []
+    ["tflite", "openvino", "saved_model"] if keras.backend.backend() == "tensorflow" else []
 )
 
 

@@ -204,8 +204,7 @@ def test_embed_command_keeps_the_users_file(tmp_path, tiny_preset, capsys):
     ]
 
 
-def test_finetune_overwrite_writes_beside_the_users_files(tmp_path, tiny_preset):
-
+def test_finetune_overwrite_writes_beside_the_users_files(tmp_path, tiny_preset, capsys):
     train = tmp_path / "train.csv"
     train.write_text("text,label\n" + "good fun movie,pos\ndull awful plot,neg\n" * 4)
     out = tmp_path / "out"
@@ -215,9 +214,16 @@ def test_finetune_overwrite_writes_beside_the_users_files(tmp_path, tiny_preset)
     argv += ["--batch-size", "8", "--epochs", "1", "--out", str(out)]
     with pytest.raises(ValueError, match="notes.txt"):
         run(add_finetune_command, argv)
+    capsys.readouterr()
     assert run(add_finetune_command, [*argv, "--overwrite"]) == 0
-    # All it wrote is its own kind (a rerun needs no flag); the user's file stays.
+    assert "overwrite=True: replacing" in capsys.readouterr().err  # it says so
+    # All it wrote is its own kind; the user's file stays.
     assert foreign_files(out, "finetune_output") == ["notes.txt"]
+    (out / "notes.txt").unlink()
+    first = (out / "preset").stat().st_ino
+    assert run(add_finetune_command, argv) == 0  # its own output: no flag needed
+    assert (out / "preset").stat().st_ino != first  # the preset replaced whole
+    assert foreign_files(out, "finetune_output") == []
 
 
 LONG_REVIEW = " ".join(["the movie was very good fun"] * 4)  # 24 word pieces

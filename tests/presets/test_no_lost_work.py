@@ -55,7 +55,9 @@ def test_model_writers(writer, classifier, tmp_path, capsys):
     assert no_temporaries_beside(target)
 
 
-def test_tokenizer_and_preprocessor_write_into_kbert_directories(classifier, tmp_path):
+def test_tokenizer_and_preprocessor_write_into_kbert_directories(
+    classifier, tmp_path, capsys
+):
     target = str(tmp_path / "preset")
     classifier.backbone.save_to_preset(target)
     tokenizer_only = preprocessor()
@@ -63,11 +65,14 @@ def test_tokenizer_and_preprocessor_write_into_kbert_directories(classifier, tmp
     tokenizer_only.save_to_preset(target)
     assert kbert.BertClassifier.from_preset(target, num_classes=2).preprocessor
     notes = notes_in(target)
+    capsys.readouterr()
     for save in (tokenizer_only.save_to_preset, tokenizer_only.tokenizer.save_to_preset):
         with pytest.raises(ForeignFilesError, match="Refusing to write tokenizer files"):
             save(target)
         save(target, overwrite=True)
         assert os.path.exists(notes)  # it writes its files; it removes nothing
+    # It says so, once per target in a process.
+    assert capsys.readouterr().err.count("overwrite=True: replacing") == 1
 
 
 @pytest.mark.parametrize("to", ["kbert", "hf"])

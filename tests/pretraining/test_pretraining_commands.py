@@ -83,9 +83,16 @@ def test_pretrain_command_runs_resumes_and_fills_masks(corpus, tmp_path, capsys)
     assert (output / "learning_curve.png").stat().st_size > 1000
 
     # The same command again finds the data and the step-6 checkpoint: it
-    # trains no further and evaluates the same weights.
+    # trains no further and evaluates the same weights. A file of the user's
+    # in the run directory is refused first, then written beside with
+    # --overwrite, which says so.
+    (output / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"kbert did not write \(notes.txt\)"):
+        kbert_main(argv)
     capsys.readouterr()
-    assert kbert_main(argv) == 0
+    assert kbert_main([*argv, "--overwrite"]) == 0
+    assert "overwrite=True: replacing" in capsys.readouterr().err
+    assert (output / "notes.txt").read_text() == "mine"
     again = json.loads((output / "results.json").read_text())
     np.testing.assert_allclose(again["eval_loss"], results["eval_loss"], rtol=1e-5)
 
