@@ -29,6 +29,7 @@ import warnings
 import keras
 import numpy as np
 
+from kbert.utils.artifact_kinds import LORA_RANK_KEY, check_target
 from kbert.utils.atomic import atomic_file
 
 DENSE_NAMES = (
@@ -40,7 +41,6 @@ DENSE_NAMES = (
     "output",
     "pooler",
 )
-_RANK_KEY = "__lora_rank__"
 
 
 def dense_sublayers(backbone, names=DENSE_NAMES):
@@ -126,15 +126,17 @@ class LoraBackbone:
 class LoraModel:
     """Saving, loading and merging LoRA weights, on backbones and task models."""
 
-    def save_lora_weights(self, path):
+    def save_lora_weights(self, path, overwrite=False):
         """Writes the LoRA factors (and a task model's head weights) to `path`
-        (`.npz`), atomically; `load_lora_weights` reads them back."""
+        (`.npz`), atomically; `load_lora_weights` reads them back. A file at
+        `path` that kbert did not write is refused unless `overwrite=True`."""
         layers = lora_layers(self)
         if not layers:
             raise ValueError(f"{self.name} has no LoRA layers: call enable_lora first.")
         if not os.fspath(path).endswith(".npz"):
             raise ValueError(f"LoRA weights are written as .npz; got {os.fspath(path)!r}.")
-        arrays = {_RANK_KEY: np.asarray(layers[0].lora_rank)}
+        check_target(path, "lora_weights", overwrite)
+        arrays = {LORA_RANK_KEY: np.asarray(layers[0].lora_rank)}
         for layer in layers:
             for name in ("lora_kernel_a", "lora_kernel_b"):
                 arrays[f"{layer.path}/{name}"] = keras.ops.convert_to_numpy(
@@ -150,7 +152,7 @@ class LoraModel:
         (rank and targets) must be the ones that wrote it."""
         with np.load(path, allow_pickle=False) as file:
             arrays = dict(file)
-        rank = int(arrays.pop(_RANK_KEY, -1))
+        rank = int(arrays.pop(LORA_RANK_KEY, -1))
         layers = lora_layers(self)
         if not layers or layers[0].lora_rank != rank:
             have = layers[0].lora_rank if layers else None

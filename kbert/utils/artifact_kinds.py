@@ -22,6 +22,7 @@ import json
 import mmap
 import os
 import sys
+import zipfile
 
 from kbert.utils.output_paths import check_output_path
 from kbert.utils.owned_temps import OWNED
@@ -67,6 +68,18 @@ def _is_embeddings_file(path):
     except ValueError:
         return False
     return isinstance(row, dict) and set(row) == {"text", "embedding"}
+
+
+LORA_RANK_KEY = "__lora_rank__"  # the array that marks kbert's LoRA weights file
+
+
+def _is_lora_weights(path):
+    """A `save_lora_weights` file: an .npz holding `LORA_RANK_KEY`."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return f"{LORA_RANK_KEY}.npy" in archive.namelist()
+    except zipfile.BadZipFile:
+        return False
 
 
 def _is_matplotlib_png(path):
@@ -133,6 +146,9 @@ ARTIFACT_KINDS = {
         False,
         ("*.npy", "*.jsonl"),
         written_by_kbert=_is_embeddings_file,
+    ),
+    "lora_weights": ArtifactKind(
+        "a LoRA weights file", False, ("*.npz",), written_by_kbert=_is_lora_weights
     ),
     "attention_map": ArtifactKind(
         "an attention map", False, ("*.png",), written_by_kbert=_is_matplotlib_png

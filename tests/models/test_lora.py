@@ -8,6 +8,7 @@ import pytest
 
 import kbert
 from kbert.finetuning.commands import add_finetune_command
+from kbert.utils.artifact_kinds import ForeignFilesError
 from tests.conftest import VOCABULARY
 from tests.finetuning.test_finetune_commands import run
 from tests.test_case import randomized, tiny_backbone, to_numpy, token_inputs
@@ -66,6 +67,16 @@ def test_lora_weights_save_and_load_alone(tmp_path):
     other.backbone.enable_lora(4)
     with pytest.raises(ValueError, match="rank 2.*LoRA rank 4"):
         other.load_lora_weights(tmp_path / "adapter.npz")
+
+    # No lost work: kbert's own file is replaced; a user's .npz is refused
+    # unless overwrite=True.
+    model.save_lora_weights(tmp_path / "adapter.npz")
+    np.savez(tmp_path / "mine.npz", weights=np.zeros(3))
+    with pytest.raises(ForeignFilesError, match="Refusing to write a LoRA weights file"):
+        model.save_lora_weights(tmp_path / "mine.npz")
+    assert set(np.load(tmp_path / "mine.npz").files) == {"weights"}
+    model.save_lora_weights(tmp_path / "mine.npz", overwrite=True)
+    fresh.load_lora_weights(tmp_path / "mine.npz")
 
 
 def test_merged_and_saved_lora_models_equal_the_lora_model(tmp_path):
