@@ -163,14 +163,20 @@ def test_commands_refuse_foreign_files_before_any_work(argv, target, tmp_path, c
         assert file.read() in ("mine", "the user's own file")
 
 
-def test_the_demo_refuses_foreign_files_before_any_work(tmp_path, monkeypatch):
+def test_the_demo_refuses_foreign_files_before_any_work(tmp_path, monkeypatch, capsys):
     from kbert.finetuning import sentiment_demo
 
+    class ReadsData(Exception):
+        pass
+
     def reads_data(*args, **kwargs):
-        raise AssertionError("the demo read its data before checking its output")
+        raise ReadsData
 
     monkeypatch.setattr(sentiment_demo, "sentiment_splits", reads_data)
     write(tmp_path / "notes.txt")
     with pytest.raises(ForeignFilesError, match="a sentiment demo output directory"):
-        sentiment_demo.run(str(tmp_path))
+        sentiment_demo.run(str(tmp_path))  # refused before it reads its data
     assert (tmp_path / "notes.txt").read_text() == "mine"
+    with pytest.raises(ReadsData):  # --overwrite: on to the work, and it says so
+        sentiment_demo.run(str(tmp_path), overwrite=True)
+    assert "overwrite=True: replacing" in capsys.readouterr().err
