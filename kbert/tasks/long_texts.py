@@ -98,6 +98,39 @@ def warn_truncated(lengths, sequence_length):
     return truncated
 
 
+def warn_long_questions(lengths, max_question_length):
+    """Warns once (`TruncationWarning`) when question answering cuts any of
+    the questions (word pieces per question in `lengths`) to
+    `max_question_length`; returns how many it cuts.
+
+    Example:
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_long_questions([5, 70], max_question_length=64)
+    1
+    >>> str(caught[0].message)[:58]
+    '1 of 2 questions are longer than max_question_length=64 wo'
+    """
+    lengths = np.asarray(lengths).reshape(-1)
+    cut = int(np.sum(lengths > max_question_length))
+    if cut:
+        longest = int(lengths.max())
+        warnings.warn(
+            TruncationWarning(
+                f"{cut} of {len(lengths)} questions are longer than "
+                f"max_question_length={max_question_length} word pieces and were cut "
+                f"(the longest has {longest}). Pass a larger max_question_length "
+                "(or None) to keep them whole.",
+                cut,
+                len(lengths),
+                longest,
+                max_question_length,
+            ),
+            stacklevel=_user_stacklevel(),
+        )
+    return cut
+
+
 def _warn(truncated, total, longest, sequence_length):
     warnings.warn(
         TruncationWarning(

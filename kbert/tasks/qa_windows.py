@@ -9,6 +9,7 @@ until one reaches the end of the context. TensorFlow ops, so it runs inside
 `tf.data` (training) as well as eagerly (`BertQuestionAnswerer.answer`).
 """
 
+from kbert.tasks.long_texts import warn_long_questions
 from kbert.tasks.windows import piece_windows
 
 
@@ -69,7 +70,11 @@ def question_windows(
 
 
 def _question_ids(tokenizer, questions, max_question_length):
+    import tensorflow as tf  # lazy: QA windows are cut with TensorFlow ops
+
     question_ids = tokenizer.tokenize_tensor(questions)
     if max_question_length is not None:
+        if tf.executing_eagerly():  # in tf.data there is no count to give
+            warn_long_questions(question_ids.row_lengths().numpy(), max_question_length)
         question_ids = question_ids[:, :max_question_length]
     return question_ids

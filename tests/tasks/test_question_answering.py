@@ -86,6 +86,20 @@ def test_doc_stride_too_large_is_an_error(tokenizers):
         )
 
 
+def test_cut_questions_are_counted_in_one_warning(tokenizers):
+    questions = tf.constant(["who wrote the notes ?", "who ?", "who wrote ?"])
+    contexts = tf.constant([LONG_CONTEXT] * 3)
+    with pytest.warns(kbert.TruncationWarning) as caught:
+        windows = qa_windows.question_windows(
+            tokenizers[0], questions, contexts, 16, 2, max_question_length=2
+        )
+    (warning,) = caught
+    assert (warning.message.truncated, warning.message.total) == (2, 3)
+    assert "max_question_length=2" in str(warning.message)
+    # [CLS], the question's first two pieces, [SEP] in every window
+    assert (windows["token_ids"].numpy()[:, 3] == tokenizers[0].sep_token_id).all()
+
+
 def test_answer_positions_hand_computed(tokenizers):
     # [CLS] who wrote ? [SEP] | ada love ##lace wrote | [SEP]   (window 0)
     # [CLS] who wrote ? [SEP] | wrote notes | [SEP]             (window 1, stride 1)
