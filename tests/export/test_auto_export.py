@@ -161,3 +161,11 @@ def test_the_command_prints_the_ranking_and_refuses_what_does_not_apply(
     assert f"Wrote {target / chosen['file']}" in out
     assert "(fastest)" in out and "reference" in out
     assert "notes.txt" not in os.listdir(target)
+
+    # kbert's own auto export there now: the same command without the flag
+    # replaces it whole (one candidate, to keep the rerun cheap).
+    monkeypatch.setattr(auto_export, "CANDIDATES", auto_export.CANDIDATES[:1])
+    first = target.stat().st_ino
+    assert _export(argv[:-1]) == 0
+    assert target.stat().st_ino != first
+    assert json.loads((target / "ranking.json").read_text())["chosen"]["file"]
