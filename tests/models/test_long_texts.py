@@ -227,6 +227,30 @@ def test_fit_trains_on_windows_and_evaluate_scores_texts():
     accuracy = np.mean(np.argmax(logits, -1) == y)
     np.testing.assert_allclose(scores["sparse_categorical_accuracy"], accuracy)
 
+    # Every window trains with its text's label: at learning rate 0 and
+    # without dropout, the epoch's loss is the mean over all windows.
+    frozen = kbert.BertClassifier(
+        randomized(
+            tiny_backbone(
+                vocabulary_size=len(VOCABULARY), dropout=0.0, attention_dropout=0.0
+            ),
+            seed=3,
+        ),
+        2,
+        preprocessor=preprocessor(),
+        dropout=0.0,
+    )
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    frozen.compile(optimizer=keras.optimizers.SGD(0.0), loss=loss)
+    history = frozen.fit(
+        TEXTS, y, long_texts="windows", stride=2, epochs=1, batch_size=4, verbose=0
+    )
+    windows = frozen.window_samples(TEXTS, 2)
+    assert len(windows["example_index"]) > len(TEXTS)
+    window_logits = frozen.predict({k: windows[k] for k in INPUT_NAMES}, verbose=0)
+    want = keras.ops.convert_to_numpy(loss(y[windows["example_index"]], window_logits))
+    np.testing.assert_allclose(history.history["loss"][0], want, rtol=1e-5)
+
 
 @pytest.mark.parametrize(
     "arguments, match",
