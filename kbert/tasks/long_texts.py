@@ -20,11 +20,12 @@ LONG_TEXTS = ("truncate", "windows")
 
 
 class TruncationWarning(UserWarning):
-    """Raw texts longer than the model's `sequence_length` were cut to it.
+    """Raw texts longer than the model's `sequence_length` were cut to it (or,
+    in question answering, questions longer than `max_question_length`).
 
-    Attributes: `truncated` (how many texts were cut), `total` (how many
-    came in), `longest` (the longest one, in tokens with the special
-    tokens) and `sequence_length`.
+    Attributes: `truncated` (how many were cut), `total` (how many came in),
+    `longest` (the longest one, in tokens with the special tokens), `limit`
+    and `limit_name` (`"sequence_length"` or `"max_question_length"`).
 
     Example:
     >>> import warnings
@@ -36,10 +37,34 @@ class TruncationWarning(UserWarning):
     (1, 40)
     """
 
-    def __init__(self, message, truncated=0, total=0, longest=0, sequence_length=0):
+    def __init__(
+        self,
+        message,
+        truncated=0,
+        total=0,
+        longest=0,
+        limit=0,
+        limit_name="sequence_length",
+    ):
         super().__init__(message)
         self.truncated, self.total, self.longest = truncated, total, longest
-        self.sequence_length = sequence_length
+        self.limit, self.limit_name = limit, limit_name
+
+
+# What each limit cuts, and the way out, as the warning says it.
+_MESSAGES = {
+    "sequence_length": (
+        "{truncated} of {total} texts are longer than sequence_length={limit} and "
+        "were truncated (the longest has {longest} tokens). Read them whole with a "
+        "longer `sequence_length` (up to the model's max_sequence_length) or with "
+        '`long_texts="windows"` (overlapping windows, outputs aggregated per text).'
+    ),
+    "max_question_length": (
+        "{truncated} of {total} questions are longer than max_question_length={limit} "
+        "word pieces and were cut (the longest has {longest}). Pass a larger "
+        "max_question_length (or None) to keep them whole."
+    ),
+}
 
 
 def default_stride(budget):
@@ -91,11 +116,7 @@ def check_long_texts(long_texts, stride, sequence_length, num_special=2):
 def warn_truncated(lengths, sequence_length):
     """Warns once (`TruncationWarning`) when any of `lengths` (tokens per text,
     special tokens included) is over `sequence_length`; returns how many are."""
-    lengths = np.asarray(lengths).reshape(-1)
-    truncated = int(np.sum(lengths > sequence_length))
-    if truncated:
-        _warn(truncated, len(lengths), int(lengths.max()), sequence_length)
-    return truncated
+    return _warn_over(lengths, sequence_length, "sequence_length")
 
 
 def warn_long_questions(lengths, max_question_length):
@@ -111,39 +132,22 @@ def warn_long_questions(lengths, max_question_length):
     >>> str(caught[0].message)[:58]
     '1 of 2 questions are longer than max_question_length=64 wo'
     """
+    return _warn_over(lengths, max_question_length, "max_question_length")
+
+
+def _warn_over(lengths, limit, limit_name):
     lengths = np.asarray(lengths).reshape(-1)
-    cut = int(np.sum(lengths > max_question_length))
-    if cut:
-        longest = int(lengths.max())
-        warnings.warn(
-            TruncationWarning(
-                f"{cut} of {len(lengths)} questions are longer than "
-                f"max_question_length={max_question_length} word pieces and were cut "
-                f"(the longest has {longest}). Pass a larger max_question_length "
-                "(or None) to keep them whole.",
-                cut,
-                len(lengths),
-                longest,
-                max_question_length,
-            ),
-            stacklevel=_user_stacklevel(),
-        )
-    return cut
+    truncated = int(np.sum(lengths > limit))
+    if truncated:
+        _warn(truncated, len(lengths), int(lengths.max()), limit, limit_name)
+    return truncated
 
 
-def _warn(truncated, total, longest, sequence_length):
+def _warn(truncated, total, longest, limit, limit_name):
+    counts = dict(truncated=truncated, total=total, longest=longest, limit=limit)
     warnings.warn(
         TruncationWarning(
-            f"{truncated} of {total} texts are longer than "
-            f"sequence_length={sequence_length} and were truncated (the longest "
-            f"has {longest} tokens). Read them whole with a longer "
-            "`sequence_length` (up to the model's max_sequence_length) or with "
-            '`long_texts="windows"` (overlapping windows, outputs aggregated '
-            "per text).",
-            truncated,
-            total,
-            longest,
-            sequence_length,
+            _MESSAGES[limit_name].format(**counts), **counts, limit_name=limit_name
         ),
         stacklevel=_user_stacklevel(),
     )
@@ -163,22 +167,31 @@ def one_truncation_warning():
     ...         _ = warn_truncated([50, 60, 7], sequence_length=32)
     >>> len(caught), caught[0].message.truncated, caught[0].message.total
     (1, 3, 5)
+    >>> with warnings.catch_warnings(record=True) as caught:  # one per limit
+    ...     warnings.simplefilter("always")
+    ...     with one_truncation_warning():
+    ...         _ = warn_truncated([40], sequence_length=32)
+    ...         _ = warn_long_questions([70], max_question_length=64)
+    >>> [w.message.limit_name for w in caught]
+    ['sequence_length', 'max_question_length']
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    held = [w.message for w in caught if isinstance(w.message, TruncationWarning)]
-    for other in caught:
-        if not isinstance(other.message, TruncationWarning):
-            warnings.warn_explicit(
-                other.message, other.category, other.filename, other.lineno
-            )
-    if held:
+    held = {}  # one warning per limit: texts and questions are not summed together
+    for found in caught:
+        message = found.message
+        if isinstance(message, TruncationWarning):
+            held.setdefault((message.limit_name, message.limit), []).append(message)
+        else:
+            warnings.warn_explicit(message, found.category, found.filename, found.lineno)
+    for (limit_name, limit), messages in held.items():
         _warn(
-            sum(w.truncated for w in held),
-            sum(w.total for w in held),
-            max(w.longest for w in held),
-            held[0].sequence_length,
+            sum(m.truncated for m in messages),
+            sum(m.total for m in messages),
+            max(m.longest for m in messages),
+            limit,
+            limit_name,
         )
 
 
