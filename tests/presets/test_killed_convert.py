@@ -1,12 +1,17 @@
 """kill -9 while `kbert convert` writes over an earlier conversion: the earlier
-preset stays whole, and the next run leaves no temporary behind."""
+preset stays whole, and the next run leaves no temporary behind.
+
+The conversion kills itself once the new preset is written in full beside the
+target and not yet renamed onto it: the moment with the most written and
+nothing committed. (Killing it from outside when its temporary appeared
+raced with the rename: under load the conversion could finish first.)
+"""
 
 import hashlib
 import os
 import signal
 import subprocess
 import sys
-import time
 
 import keras
 import numpy as np
@@ -16,7 +21,15 @@ import kbert
 from kbert.cli import main
 from kbert.utils.owned_temps import OWNED
 
-SOURCE = "all_minilm_l6_v2"  # real weights: writing them takes long enough to be caught
+SOURCE = "all_minilm_l6_v2"  # real weights
+# `kbert convert ARGS`, killed by SIGKILL right before its preset is committed.
+KILLED_BEFORE_COMMIT = """
+import os, signal, sys
+import kbert.utils.atomic
+kbert.utils.atomic.follow_umask = lambda path: os.kill(os.getpid(), signal.SIGKILL)
+from kbert.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 def contents(directory):
@@ -47,23 +60,16 @@ def test_kill_during_convert_keeps_the_previous_preset(tmp_path):
     assert main(argv) == 0
     previous, embedding = contents(target), embed(target)
     root = os.path.dirname(os.path.dirname(kbert.__file__))
-    convert = subprocess.Popen(
-        [sys.executable, "-m", "kbert.cli", *argv],
+    convert = subprocess.run(
+        [sys.executable, "-c", KILLED_BEFORE_COMMIT, *argv],
         env=dict(os.environ, PYTHONPATH=root, KERAS_BACKEND=keras.backend.backend()),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        timeout=300,
     )
-    try:
-        deadline = time.monotonic() + 300
-        while not temporaries(tmp_path):  # the new preset is being written
-            assert convert.poll() is None, convert.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the conversion never started writing"
-            time.sleep(0.005)
-    finally:
-        convert.send_signal(signal.SIGKILL)
-        convert.wait(timeout=60)
-    assert convert.returncode == -signal.SIGKILL
-    assert temporaries(tmp_path)  # killed mid-write: its temporary is still there
+    assert convert.returncode == -signal.SIGKILL, convert.stderr.decode()[-2000:]
+    written = temporaries(tmp_path)  # killed before the commit: the new preset is beside it
+    assert len(written) == 1 and contents(tmp_path / written[0]).keys() == previous.keys()
     assert contents(target) == previous  # the earlier preset, whole
 
     assert main(argv) == 0  # the same command again: done, and swept
