@@ -14,6 +14,8 @@ from tests.finetuning.test_finetune_commands import run
 
 TEXTS = ["good fun movie", "dull awful plot", "the plot", "fun plot"]
 
+pytestmark = pytest.mark.backend_independent
+
 
 def recipe(preset, **overrides):
     options = dict(

@@ -70,6 +70,7 @@ def test_finetune_command_trains_reports_and_saves_a_preset(tmp_path, tiny_prese
         assert path in printed
 
 
+@pytest.mark.backend_independent
 def test_finetune_help_shows_the_recipe_defaults(capsys):
     import dataclasses
 
@@ -95,6 +96,7 @@ def test_finetune_help_shows_the_recipe_defaults(capsys):
     )
 
 
+@pytest.mark.backend_independent
 def test_one_step_curve_is_drawn_as_a_point(tmp_path):
     import matplotlib.colors
     import matplotlib.pyplot as plt
@@ -204,6 +206,7 @@ def test_embed_command_keeps_the_users_file(tmp_path, tiny_preset, capsys):
     ]
 
 
+@pytest.mark.backend_independent
 def test_finetune_overwrite_writes_beside_the_users_files(tmp_path, tiny_preset, capsys):
     train = tmp_path / "train.csv"
     train.write_text("text,label\n" + "good fun movie,pos\ndull awful plot,neg\n" * 4)
@@ -229,6 +232,7 @@ def test_finetune_overwrite_writes_beside_the_users_files(tmp_path, tiny_preset,
 LONG_REVIEW = " ".join(["the movie was very good fun"] * 4)  # 24 word pieces
 
 
+@pytest.mark.backend_independent
 def test_finetune_counts_long_texts_per_file_and_trains_on_windows(
     tmp_path, tiny_preset, capsys
 ):

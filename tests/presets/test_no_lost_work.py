@@ -11,6 +11,10 @@ from kbert.utils.artifact_kinds import ForeignFilesError
 from kbert.utils.owned_temps import OWNED
 from tests.export.export_helpers import preprocessor, tiny_model
 
+pytestmark = (
+    pytest.mark.backend_independent
+)  # files, not weights: writers per backend are tested in tests/presets
+
 
 def notes_in(directory):
     os.makedirs(directory, exist_ok=True)

@@ -3,6 +3,8 @@
 A smoke run trains one step of a random model, so its score says nothing of
 learning; what it must show is that the score is the one its predictions
 give, and that those predictions are well formed for the held-out data.
+The examples are backend-agnostic scripts over the tested library: they run
+once, in the PyTorch run.
 """
 
 import importlib.util
@@ -12,6 +14,8 @@ import numpy as np
 import pytest
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+pytestmark = pytest.mark.backend_independent
 
 
 def load(name):
