@@ -26,15 +26,10 @@ def classifier():
     return randomized(kbert.BertClassifier(backbone, 2, preprocessor=preprocessor), 0, 0.1)
 
 
-# `model.export` only dispatches to kbert's exporters, which their own tests
-# run on every backend; here every format runs on TensorFlow (where each
-# exports natively) and two on each other backend (ONNX natively; LiteRT from
-# JAX and SavedModel from PyTorch, through a TensorFlow subprocess).
-FORMATS = {
-    "tensorflow": ("tf_saved_model", "litert", "onnx", "openvino"),
-    "jax": ("litert", "onnx"),
-    "torch": ("tf_saved_model", "onnx"),
-}
+# Every format Keras names, on every backend (issue 21): natively on
+# TensorFlow; from JAX and PyTorch, ONNX (and the OpenVINO IR made from it)
+# natively, SavedModel and LiteRT through kbert's TensorFlow subprocess.
+FORMATS = ("tf_saved_model", "litert", "onnx", "openvino")
 
 
 def _check_saved_model(classifier, path, expected, features):
@@ -77,7 +72,7 @@ CHECKS = {
 }
 
 
-@pytest.mark.parametrize("format", FORMATS[keras.backend.backend()])
+@pytest.mark.parametrize("format", FORMATS)
 def test_keras_formats_write_kbert_verified_artifacts(classifier, tmp_path, format):
     expected = classifier.predict(TEXTS, verbose=0)
     features = classifier.preprocessor(TEXTS)
