@@ -5,7 +5,9 @@ The texts are cut into shards of `shard_size` consecutive texts (a shard
 never spans two input files). Each worker loads the model once and runs
 `model.predict` on whole shards, so every shard is batched by length as
 `predict` batches; the shards' outputs come back in input order. A shard whose
-worker fails runs again (Ray's task retries) and counts once.
+worker fails runs again (Ray's task retries) and counts once. Texts cut to the
+sequence length are counted by the workers and reported once per call, where
+it was made: one `kbert.TruncationWarning` with the counts of every shard.
 """
 
 import functools
@@ -16,7 +18,7 @@ import numpy as np
 
 from kbert.models import model_class
 from kbert.presets.formats import load_checkpoint
-from kbert.tasks.long_texts import LONG_TEXTS
+from kbert.tasks.long_texts import LONG_TEXTS, add_held, held_truncations, warn_held
 from kbert.utils import ray_engine
 from kbert.utils.text_files import expand_glob, read_lines
 
@@ -91,8 +93,11 @@ def predict_shards(
     init_args=None,
     **overrides,
 ):
-    """Yields the outputs of each shard (a list of texts), in order."""
+    """Yields the outputs of each shard (a list of texts), in order; texts
+    cut to the sequence length give one `kbert.TruncationWarning` for all
+    the shards, with the last shard's outputs."""
     ray_engine.check_engine(engine, workers)
+    shards = list(shards)
     if long_texts not in LONG_TEXTS:  # here, before any worker starts
         raise ValueError(
             f"long_texts must be one of {LONG_TEXTS}; received long_texts={long_texts!r}."
@@ -115,13 +120,21 @@ def predict_shards(
             overrides,
             dict(batch_size=batch_size, long_texts=long_texts, stride=stride),
         )
-        yield from ray_engine.ordered_map(
+        held = {}  # the shards' truncation counts, summed
+        results = ray_engine.ordered_map(
             make_worker, shards, engine, workers, address, init_args
         )
+        for number, (outputs, counts) in enumerate(results):
+            add_held(held, counts)
+            if number == len(shards) - 1:  # before the last yield: a caller
+                warn_held(held)  # may stop at the last item (zip)
+            yield outputs
 
 
 class ShardPredictor:
-    """A worker: loads the model once; called on a shard, returns its outputs.
+    """A worker: loads the model once; called on a shard, returns its outputs
+    and the counts of the texts it cut (`held_truncations`: the caller
+    warns once for all the shards, not each worker for its own).
 
     `source` is a preset source or a packed preset (`{relative path: bytes}`,
     for a model built in the calling process).
@@ -139,10 +152,11 @@ class ShardPredictor:
         self.options = predict_options
 
     def __call__(self, texts):
-        outputs = self.model.predict(list(texts), verbose=0, **self.options)
+        with held_truncations() as counts:
+            outputs = self.model.predict(list(texts), verbose=0, **self.options)
         if isinstance(outputs, dict):
-            return {name: np.asarray(value) for name, value in outputs.items()}
-        return np.asarray(outputs)
+            return {name: np.asarray(value) for name, value in outputs.items()}, counts
+        return np.asarray(outputs), counts
 
 
 def text_shards(texts, shard_size=DEFAULT_SHARD_SIZE):

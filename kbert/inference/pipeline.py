@@ -349,7 +349,9 @@ class EmbeddingPipeline(_LongTexts):
     """Vectors: a `(hidden,)` array per text from a `BertTextEmbedder`
     ("sentence-embeddings"), or a `(tokens, hidden)` array of last-layer
     token vectors, `[CLS]` and `[SEP]` included ("feature-extraction", as
-    HF's feature-extraction without its batch axis).
+    HF's feature-extraction without its batch axis; a `BertFeatureExtractor`
+    given gives its own features, `(layers, tokens, hidden)` for
+    `combine="stack"`).
 
     Example:
     >>> embed = kbert.pipeline("sentence-embeddings",
@@ -373,7 +375,11 @@ class EmbeddingPipeline(_LongTexts):
             lengths = ids.row_lengths().numpy() + 2
             if self.stride is None:
                 lengths = np.minimum(lengths, preprocessor.sequence_length)
-            outputs = [row[:length] for row, length in zip(outputs, lengths)]
+            axis = self.model.output_sequence_axis - 1  # in one text's row
+            outputs = [
+                np.take(row, np.arange(length), axis=axis)
+                for row, length in zip(outputs, lengths)
+            ]
         return outputs[0] if single else outputs
 
 

@@ -746,14 +746,27 @@ class Task(
 
     def window_samples(self, x, stride, y=None):
         """Windows of in-memory raw samples (one text, or text pairs whose
-        second text is cut), as NumPy: the model inputs, `example_index`,
-        `window_start` and `count` (how many samples). Tasks whose labels
-        follow the tokens override this and add `labels` from `y`."""
+        second text is cut: the first stays whole in every window, as
+        Hugging Face's `truncation="only_second"` with a `stride`), as
+        NumPy: the model inputs, `example_index`, `window_start` and `count`
+        (how many samples). Tasks whose labels follow the tokens override
+        this and add `labels` from `y`."""
         import tensorflow as tf  # lazy: TF only for raw text
 
         segments, batched = self.preprocessor._segments(x)
+        if len(segments) == 2 and self.output_sequence_axis is not None:
+            raise ValueError(
+                f'{type(self).__name__}(long_texts="windows") reads single texts, '
+                "not text pairs: its outputs are per token, and every window of a "
+                "pair repeats the first text, so its tokens have no one window to "
+                "come from. Pass "
+                'single texts, or pairs with long_texts="truncate" (and a longer '
+                "sequence_length if they are cut)."
+            )
         tokenizer = self.preprocessor.tokenizer
         ids = [tokenizer.tokenize_tensor(segment) for segment in segments]
+        if len(ids) == 2:
+            self._check_window_pairs(*ids, stride)
         windows = windows_lib.piece_windows(
             ids[-1],
             self._sequence_length,
@@ -769,6 +782,30 @@ class Task(
         self.check_id_ranges({name: windows[name] for name in INPUT_NAMES})
         return windows
 
+    def _check_window_pairs(self, first, second, stride):
+        """Refuses, naming the pair, text pairs whose windows cannot be cut:
+        a count of first texts other than of second texts, or a first text
+        that leaves a window no more than `stride` pieces of the second."""
+        first, second = (t.row_lengths().numpy() for t in (first, second))
+        if len(first) != len(second):
+            raise ValueError(
+                f"The two segments must hold as many strings: {len(first)} and "
+                f"{len(second)}."
+            )
+        length = self._sequence_length
+        budget = length - first - 3  # [CLS] first [SEP] second... [SEP]
+        bad = np.flatnonzero((second > budget) & (budget <= stride))
+        if len(bad):
+            row = int(bad[0])
+            raise ValueError(
+                f'long_texts="windows": pair {row}\'s first text has {first[row]} '
+                f"word pieces, which leaves {max(int(budget[row]), 0)} of "
+                f"sequence_length={length} (less 3 special tokens) to each window of "
+                f"its second text ({second[row]} pieces), and windows sharing "
+                f"stride={stride} pieces need more than {stride}. Shorten the first "
+                "text, lower stride, or raise sequence_length."
+            )
+
     def _window_model(self):
         """The model run on windows (before `join_windows`): this task."""
         return self
@@ -783,7 +820,7 @@ class Task(
             return keras.tree.map_structure(
                 lambda v: windows_lib.mean_per_example(v, index, count), outputs
             )
-        if windows.get("pairs"):
+        if windows.get("pairs"):  # `window_samples` refuses these first
             raise ValueError(
                 f"{type(self).__name__} joins per-token outputs of single texts only; "
                 'long_texts="windows" got text pairs.'

@@ -11,7 +11,7 @@ from kbert.models.task import Task, backbone_inputs
 from kbert.tasks import token_alignment
 from kbert.tasks.bio import bio_to_spans, word_offsets
 from kbert.tasks.token_accuracy import TokenAccuracy
-from kbert.tasks.windows import piece_windows
+from kbert.tasks.windows import piece_windows, stitch
 
 IGNORE_LABEL = token_alignment.IGNORE_LABEL
 
@@ -34,7 +34,8 @@ class BertTokenClassifier(Task):
     `(texts, labels)`, the labels an int `(batch, max_words)` tensor padded
     with -100 (`kbert.tasks.token_alignment.pad_word_labels` makes one).
     `predict_words` and `predict_entities` turn logits back into one label
-    per word and into entity spans.
+    per word and into entity spans (long texts read whole with
+    `long_texts="windows"`, as `predict` reads them).
 
     Example:
     >>> tagger = kbert.BertTokenClassifier(backbone, num_classes=3,
@@ -156,11 +157,14 @@ class BertTokenClassifier(Task):
         self.check_id_ranges({name: windows[name] for name in INPUT_NAMES})
         return windows
 
-    def predict_words(self, x, batch_size=None):
+    def predict_words(self, x, batch_size=None, long_texts="truncate", stride=None):
         """One label per whitespace-split word, from its first piece's logits.
 
         Labels come from `id2label` when set (else class ids); words cut off
-        by the sequence length, or with no pieces, get `None`.
+        by the sequence length, or with no pieces, get `None`. With
+        `long_texts="windows", stride=S` no word is cut: the text is read in
+        windows sharing `S` pieces (see `predict`) and each word labelled
+        from the window where its first piece has the most context.
 
         Example:
         >>> tagger = kbert.BertTokenClassifier(backbone, num_classes=3,
@@ -172,15 +176,28 @@ class BertTokenClassifier(Task):
         import tensorflow as tf  # lazy: TF only for raw text
 
         preprocessor = self._require_preprocessor()
+        stride = self._window_stride(long_texts, stride)
         texts = token_alignment.texts_from_words(x)
-        aligned = token_alignment.align_words(
-            preprocessor.tokenizer,
-            tf.constant(texts, tf.string),
-            preprocessor.sequence_length,
-        )
-        aligned = {name: value.numpy() for name, value in aligned.items()}
-        features = {name: aligned[name] for name in INPUT_NAMES}
-        logits = self.predict_features(features, batch_size)
+        if stride is None:
+            aligned = token_alignment.align_words(
+                preprocessor.tokenizer,
+                tf.constant(texts, tf.string),
+                preprocessor.sequence_length,
+            )
+            aligned = {name: value.numpy() for name, value in aligned.items()}
+            logits = self.predict_features(
+                {name: aligned[name] for name in INPUT_NAMES}, batch_size
+            )
+        else:  # per-token values of the whole texts, each from its best window
+            windows = self.window_samples(texts, stride)
+            logits = self.predict_features(
+                {name: windows[name] for name in INPUT_NAMES}, batch_size
+            )
+            logits = self.join_windows(logits, windows, len(texts))
+            aligned = {
+                name: stitch(windows[name], windows, len(texts))
+                for name in ("word_ids", "first_piece")
+            }
         classes = np.argmax(logits, axis=-1)
         results = []
         for row, text in enumerate(texts):
@@ -193,8 +210,9 @@ class BertTokenClassifier(Task):
             results.append(labels)
         return results
 
-    def predict_entities(self, x, batch_size=None):
-        """Entity spans per text: `predict_words` read as BIO tags.
+    def predict_entities(self, x, batch_size=None, long_texts="truncate", stride=None):
+        """Entity spans per text: `predict_words` read as BIO tags
+        (`long_texts`, `stride`: as `predict_words` reads long texts).
 
         Needs `id2label` with BIO tags. Word lists are joined with spaces, so
         offsets then refer to `" ".join(words)`.
@@ -210,7 +228,9 @@ class BertTokenClassifier(Task):
         if not self.id2label:
             raise ValueError("predict_entities needs id2label with BIO tags (B-X, I-X, O).")
         texts = token_alignment.texts_from_words(x)
-        tags = self.predict_words(texts, batch_size=batch_size)
+        tags = self.predict_words(
+            texts, batch_size=batch_size, long_texts=long_texts, stride=stride
+        )
         return [
             bio_to_spans(
                 text, word_offsets(text, token_alignment.split_words_py(text)), row

@@ -9,6 +9,7 @@ windows' outputs back together per text (`kbert.tasks.windows`).
 """
 
 import contextlib
+import contextvars
 import os
 import sys
 import warnings
@@ -138,8 +139,12 @@ def warn_long_questions(lengths, max_question_length):
 def _warn_over(lengths, limit, limit_name):
     lengths = np.asarray(lengths).reshape(-1)
     truncated = int(np.sum(lengths > limit))
-    if truncated:
-        _warn(truncated, len(lengths), int(lengths.max()), limit, limit_name)
+    counts = (truncated, len(lengths), int(lengths.max(initial=0)))
+    held = _HELD.get()
+    if held is not None:  # inside `held_truncations`: counted, said later
+        add_held(held, {(limit_name, limit): counts})
+    elif truncated:
+        _warn(*counts, limit, limit_name)
     return truncated
 
 
@@ -153,11 +158,60 @@ def _warn(truncated, total, longest, limit, limit_name):
     )
 
 
+# The counts `held_truncations` gathers in this context, or None.
+_HELD = contextvars.ContextVar("kbert_held_truncations", default=None)
+
+
+@contextlib.contextmanager
+def held_truncations():
+    """Within, cutting texts (or questions) warns nothing: the counts are
+    gathered in the yielded dict, `{(limit_name, limit): (truncated, total,
+    longest)}`, every call that counted adding its texts to `total` (cut or
+    not). Plain data: a worker process returns it, and `warn_held` gives it
+    once where the call began (`distributed_predict`).
+
+    Example:
+    >>> with held_truncations() as held:
+    ...     _ = warn_truncated([40, 5], sequence_length=32)
+    ...     _ = warn_truncated([7, 9], sequence_length=32)
+    >>> held
+    {('sequence_length', 32): (1, 4, 40)}
+    """
+    held = {}
+    token = _HELD.set(held)
+    try:
+        yield held
+    finally:
+        _HELD.reset(token)
+
+
+def add_held(held, more):
+    """Adds the counts `more` to `held` (both as `held_truncations` gives
+    them): texts and cut texts summed, the longest kept, per limit."""
+    for key, (truncated, total, longest) in more.items():
+        was = held.get(key, (0, 0, 0))
+        held[key] = (was[0] + truncated, was[1] + total, max(was[2], longest))
+    return held
+
+
+def warn_held(held):
+    """One `TruncationWarning` per limit for the counts `held` (summed over
+    every call they came from), where any text was cut; inside an outer
+    `held_truncations`, the counts go to it instead."""
+    outer = _HELD.get()
+    if outer is not None:
+        add_held(outer, held)
+        return
+    for (limit_name, limit), (truncated, total, longest) in held.items():
+        if truncated:
+            _warn(truncated, total, longest, limit, limit_name)
+
+
 @contextlib.contextmanager
 def one_truncation_warning():
-    """Within, `TruncationWarning`s are held and given once on exit, their
-    counts summed: one call that cuts texts in two places (`fit`'s training
-    and validation texts) warns once. Other warnings pass through.
+    """Within, texts cut warn once, on exit, their counts summed: one call
+    that cuts texts in two places (`fit`'s training and validation texts)
+    warns once, counting every text it read. One warning per limit.
 
     Example:
     >>> with warnings.catch_warnings(record=True) as caught:
@@ -165,8 +219,9 @@ def one_truncation_warning():
     ...     with one_truncation_warning():
     ...         _ = warn_truncated([40, 5], sequence_length=32)
     ...         _ = warn_truncated([50, 60, 7], sequence_length=32)
+    ...         _ = warn_truncated([9], sequence_length=32)  # none cut: counted
     >>> len(caught), caught[0].message.truncated, caught[0].message.total
-    (1, 3, 5)
+    (1, 3, 6)
     >>> with warnings.catch_warnings(record=True) as caught:  # one per limit
     ...     warnings.simplefilter("always")
     ...     with one_truncation_warning():
@@ -175,24 +230,9 @@ def one_truncation_warning():
     >>> [w.message.limit_name for w in caught]
     ['sequence_length', 'max_question_length']
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with held_truncations() as held:
         yield
-    held = {}  # one warning per limit: texts and questions are not summed together
-    for found in caught:
-        message = found.message
-        if isinstance(message, TruncationWarning):
-            held.setdefault((message.limit_name, message.limit), []).append(message)
-        else:
-            warnings.warn_explicit(message, found.category, found.filename, found.lineno)
-    for (limit_name, limit), messages in held.items():
-        _warn(
-            sum(m.truncated for m in messages),
-            sum(m.total for m in messages),
-            max(m.longest for m in messages),
-            limit,
-            limit_name,
-        )
+    warn_held(held)
 
 
 def _user_stacklevel():

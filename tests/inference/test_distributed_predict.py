@@ -16,6 +16,7 @@ and is shut down after it; every test is bounded by an alarm.
 import contextlib
 import os
 import signal
+import warnings
 
 import keras
 import numpy as np
@@ -122,15 +123,54 @@ def test_classifier_predictions_on_ray_equal_one_process(ray_workers):
     np.testing.assert_allclose(distributed, one, atol=1e-4)
 
 
+def truncation_warnings(function, *args, **kwargs):
+    """`(result, [the TruncationWarnings it gave])`."""
+    import kbert
+
+    with warnings.catch_warnings(record=True) as found:
+        warnings.simplefilter("always")
+        result = function(*args, **kwargs)
+    return result, [w.message for w in found if w.category is kbert.TruncationWarning]
+
+
+def counts(message):
+    return message.truncated, message.total, message.longest, message.limit
+
+
 def test_a_model_in_memory_runs_on_ray_workers_of_this_backend(ray_workers, tiny_preset):
     import kbert
 
     embedder = kbert.BertTextEmbedder.from_preset(tiny_preset)
     texts = reviews(count=60, blank_every=20)
     with bounded(120):
-        distributed = distributed_predict(embedder, texts, workers=2, shard_size=25)
-    one = embedder.predict(texts, verbose=0)
+        distributed, (warning,) = truncation_warnings(
+            distributed_predict, embedder, texts, workers=2, shard_size=25
+        )
+    one, (whole,) = truncation_warnings(embedder.predict, texts, verbose=0)
     assert cosine(distributed, one).min() >= 0.99999
+    # The workers' counts of cut texts, summed: one warning for the call,
+    # as one process gives it (reviews are longer than sequence_length=12).
+    assert counts(warning) == counts(whole) and 0 < whole.truncated < len(texts)
+    assert whole.total == len(texts)
+
+
+def test_one_truncation_warning_per_call_for_all_shards(tiny_preset):
+    """engine="local": the same workers and shards, in this process."""
+    import kbert
+
+    texts = ["good"] * 4 + [" ".join(["very"] * 20), "bad", " ".join(["fun"] * 30)]
+    outputs, found = truncation_warnings(
+        distributed_predict, tiny_preset, texts, engine="local", shard_size=2
+    )
+    embedder = kbert.BertTextEmbedder.from_preset(tiny_preset)
+    one, (whole,) = truncation_warnings(embedder.predict, texts, verbose=0)
+    # two shards cut a text each: one warning, as one process gives it
+    assert [counts(w) for w in found] == [counts(whole)] == [(2, 7, 32, 12)]
+    np.testing.assert_allclose(outputs, one, atol=1e-6)
+    _, found = truncation_warnings(
+        distributed_predict, tiny_preset, texts, engine="local", long_texts="windows"
+    )
+    assert not found
 
 
 def test_bad_engine_inputs_are_refused_clearly(tmp_path, tiny_preset, monkeypatch):

@@ -98,6 +98,97 @@ def test_token_classification(tmp_path):
     )
 
 
+def hf_windows_entities(model, tmp_path, text, length, stride, ignore_labels):
+    """HF's "simple" token-classification entities of `text` read in
+    `tokenizers`' overflowing windows (`stride` shared pieces), each piece
+    scored in the window where it has the most context (min pieces before
+    and after; the first such window). Pieces are told apart by their
+    character offsets in `text`; the model runs window by window.
+    Returns the entities and the number of windows."""
+    import keras
+    from tokenizers import BertWordPieceTokenizer
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n", encoding="utf-8")
+    tokenizer = BertWordPieceTokenizer(str(path), lowercase=True)
+    tokenizer.enable_truncation(length, stride=stride)
+    encoding = tokenizer.encode(text)
+    windows = [encoding] + encoding.overflowing
+    best = {}  # (start, end) -> (context, piece)
+    for window in windows:  # padded as `padding="max_length"` pads: one shape
+        pad = [0] * (length - len(window.ids))
+        features = {
+            "token_ids": np.array([window.ids + pad], "int32"),
+            "segment_ids": np.zeros((1, length), "int32"),
+            "padding_mask": np.array([[1] * len(window.ids) + pad], "int32"),
+        }
+        logits = keras.ops.convert_to_numpy(model(features, training=False))[0]
+        probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities /= probabilities.sum(-1, keepdims=True)
+        pieces = len(window.ids) - 2
+        for piece in range(pieces):
+            position = 1 + piece
+            context = min(piece, pieces - 1 - piece)
+            span = window.offsets[position]
+            if span in best and best[span][0] >= context:
+                continue
+            label = int(np.argmax(probabilities[position]))
+            token = window.tokens[position]
+            best[span] = (
+                context,
+                {
+                    "entity": model.id2label[label],
+                    "score": float(probabilities[position, label]),
+                    # HF reads an unknown piece as the text it covers
+                    "word": text[slice(*span)] if token == "[UNK]" else token,
+                    "start": span[0],
+                    "end": span[1],
+                },
+            )
+
+    def bio(label):  # HF's get_tag: a label not B-/I- is its own I- tag
+        return (label[0], label[2:]) if label[:2] in ("B-", "I-") else ("I", label)
+
+    groups = []  # HF's group_entities: a B- or another tag starts an entity
+    for _, piece in (best[span] for span in sorted(best)):
+        bi, tag = bio(piece["entity"])
+        if groups and bi != "B" and tag == bio(groups[-1][-1]["entity"])[1]:
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+    entities = [
+        {
+            "entity_group": group[0]["entity"].split("-", 1)[-1],
+            "score": float(np.mean([p["score"] for p in group])),
+            "word": tokenizer.decoder.decode([p["word"] for p in group]),
+            "start": group[0]["start"],
+            "end": group[-1]["end"],
+        }
+        for group in groups
+    ]
+    entities = [e for e in entities if e["entity_group"] not in ignore_labels]
+    return entities, len(windows)
+
+
+def test_token_classification_reads_long_texts_in_windows(tmp_path):
+    from kbert.inference.pipeline import TokenClassificationPipeline
+
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    model = tiny(kbert.BertTokenClassifier, num_classes=5, id2label=dict(enumerate(tags)))
+    text = " ".join(TEXTS * 2)  # mixed case, an unknown word ("was"), 3 windows
+    every_piece = TokenClassificationPipeline(
+        model, ignore_labels=(), long_texts="windows", stride=5
+    )
+    tag = kbert.pipeline("ner", model, long_texts="windows", stride=5)  # ignores O
+    for run, ignore_labels in [(every_piece, ()), (tag, ("O",))]:
+        expected, windows = hf_windows_entities(model, tmp_path, text, 24, 5, ignore_labels)
+        assert_same(run(text), expected)
+        assert len(expected) >= 3
+    assert windows >= 3 and expected[-1]["end"] > len(" ".join(TEXTS))
+    # A text that fits one window: exactly the truncate path's entities.
+    assert_same(tag(TEXTS), kbert.pipeline("ner", model)(TEXTS))
+
+
 def test_question_answering(tmp_path):
     # transformers 5 removed its QA pipeline: tests/tasks rebuilds it.
     import transformers

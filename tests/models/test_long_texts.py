@@ -55,14 +55,26 @@ def hf_windows(tmp_path, text, stride, length=LENGTH):
     return ids, starts
 
 
-def run_window(model, ids):
-    """The model on one window, its token ids unpadded."""
-    features = {
-        "token_ids": np.array([ids], "int32"),
-        "segment_ids": np.zeros((1, len(ids)), "int32"),
-        "padding_mask": np.ones((1, len(ids)), "int32"),
-    }
-    return keras.ops.convert_to_numpy(model(features, training=False))[0]
+def run_windows(model, windows, segment_ids=None):
+    """The model on each window (a list of token ids), one at a time, padded
+    to LENGTH as `tokenizers` pads them (`padding="max_length"`): one input
+    shape, which eager JAX compiles once. Per-token outputs come back cut to
+    the window's tokens."""
+    segment_ids = segment_ids or [[0] * len(ids) for ids in windows]
+    outputs = []
+    for ids, segments in zip(windows, segment_ids):
+        pad = [0] * (LENGTH - len(ids))
+        features = {
+            "token_ids": np.array([list(ids) + pad], "int32"),
+            "segment_ids": np.array([list(segments) + pad], "int32"),
+            "padding_mask": np.array([[1] * len(ids) + pad], "int32"),
+        }
+        output = keras.ops.convert_to_numpy(model(features, training=False))[0]
+        axis = model.output_sequence_axis
+        if axis is not None:
+            output = np.take(output, np.arange(len(ids)), axis=axis - 1)
+        outputs.append(output)
+    return outputs
 
 
 def caught(function, *args):
@@ -135,7 +147,7 @@ def test_classifier_windows_match_tokenizers_windows(tmp_path, stride):
     assert logits.shape == (len(TEXTS), 3)
     for row, text in enumerate(TEXTS):
         ids, _ = hf_windows(tmp_path, text, stride)
-        want = np.mean([run_window(classifier, window) for window in ids], axis=0)
+        want = np.mean(run_windows(classifier, ids), axis=0)
         np.testing.assert_allclose(logits[row], want, atol=1e-5)
     assert len(hf_windows(tmp_path, LONG, stride)[0]) > 2
     truncated = classifier.predict(SHORT, verbose=0)
@@ -152,7 +164,7 @@ def test_embedder_windows_weigh_windows_by_tokens(tmp_path, normalize):
     vectors = embedder.predict(TEXTS, long_texts="windows", stride=2, verbose=0)
     for row, text in enumerate(TEXTS):
         ids, _ = hf_windows(tmp_path, text, 2)
-        pooled = np.array([run_window(raw, window) for window in ids])
+        pooled = np.array(run_windows(raw, ids))
         weights = np.array([len(window) for window in ids], "float64")
         want = (pooled * weights[:, None]).sum(axis=0) / weights.sum()
         if normalize:
@@ -180,22 +192,30 @@ def most_context_reference(per_window, starts, total):
     return np.array(joined)
 
 
-@pytest.mark.parametrize("task", ["token_classifier", "feature_extractor"])
+@pytest.mark.parametrize("task", ["token_classifier", "feature_extractor", "stack"])
 def test_per_token_windows_take_the_most_context(tmp_path, task):
     if task == "token_classifier":
         model = kbert.BertTokenClassifier(backbone(), 3, preprocessor=preprocessor())
     else:
+        combine = "stack" if task == "stack" else "concat"
         model = kbert.BertFeatureExtractor(
-            backbone(), layers=(-2, -1), preprocessor=preprocessor()
+            backbone(), layers=(-2, -1), combine=combine, preprocessor=preprocessor()
         )
+    # the sequence axis first: (texts, tokens, ...), and (tokens, ...) per window
+    axis = model.output_sequence_axis
     outputs = model.predict(TEXTS, long_texts="windows", stride=3, verbose=0)
+    if task == "stack":
+        assert outputs.shape[:2] == (len(TEXTS), 2) and outputs.shape[3] == 16
+    outputs = np.moveaxis(outputs, axis, 1)
     totals = []
     for row, text in enumerate(TEXTS):
         ids, starts = hf_windows(tmp_path, text, 3)
         total = starts[-1] + len(ids[-1]) - 2
         totals.append(total)
         want = most_context_reference(
-            [run_window(model, window) for window in ids], starts, total
+            [np.moveaxis(value, axis - 1, 0) for value in run_windows(model, ids)],
+            starts,
+            total,
         )
         np.testing.assert_allclose(outputs[row, : total + 2], want, atol=1e-5)
         assert not outputs[row, total + 2 :].any()
@@ -203,6 +223,138 @@ def test_per_token_windows_take_the_most_context(tmp_path, task):
     truncated = model.predict(SHORT, verbose=0)
     windowed = model.predict(SHORT, long_texts="windows", stride=3, verbose=0)
     np.testing.assert_allclose(windowed, truncated, atol=1e-6)
+
+
+def hf_word_windows(tmp_path, words, stride):
+    """Overflowing windows of `tokenizers` for pre-split words (as
+    `is_split_into_words=True`): `(ids, word ids, offsets in the word)` each."""
+    from tokenizers import BertWordPieceTokenizer
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n", encoding="utf-8")
+    tokenizer = BertWordPieceTokenizer(str(path), lowercase=True)
+    tokenizer.enable_truncation(LENGTH, stride=stride)
+    encoding = tokenizer.encode(words, is_pretokenized=True)
+    return [(e.ids, e.word_ids, e.offsets) for e in [encoding] + encoding.overflowing]
+
+
+def reference_word_tags(model, tmp_path, text, stride, id2label):
+    """Each word's tag from its first piece's logits in the window where
+    that piece has the most context (min pieces before, after; the first
+    such window), computed window by window."""
+    best = {}  # word -> (context, tag)
+    windows = hf_word_windows(tmp_path, text.split(), stride)
+    all_logits = run_windows(model, [ids for ids, _, _ in windows])
+    for (ids, word_ids, offsets), logits in zip(windows, all_logits):
+        pieces = len(ids) - 2
+        for piece in range(pieces):
+            word, (start, _) = word_ids[1 + piece], offsets[1 + piece]
+            if start != 0:  # not the word's first piece (offsets are in the word)
+                continue
+            context = min(piece, pieces - 1 - piece)
+            if word not in best or context > best[word][0]:
+                best[word] = (context, id2label[int(np.argmax(logits[1 + piece]))])
+    return [best[word][1] for word in range(len(text.split()))]
+
+
+def bio_reference(text, tags):
+    """Spans as seqeval reads BIO leniently: a B-X, or an I-X not after an
+    X, starts one; I-X words continue it. Words are single-space separated."""
+    spans, start = [], 0
+    for word, tag in zip(text.split(" "), tags):
+        end = start + len(word)
+        prefix, _, entity = tag.partition("-")
+        if prefix == "I" and spans and spans[-1]["entity"] == entity and spans[-1]["open"]:
+            spans[-1]["end"] = end
+        else:
+            if spans:
+                spans[-1]["open"] = False
+            if tag != "O":
+                spans.append(dict(entity=entity, start=start, end=end, open=True))
+        start = end + 1
+    return [
+        {"entity": s["entity"], "start": s["start"], "end": s["end"],
+         "text": text[s["start"] : s["end"]]}
+        for s in spans
+    ]  # fmt: skip
+
+
+def test_predict_words_and_entities_read_windows(tmp_path):
+    id2label = {0: "O", 1: "B-X", 2: "I-X"}
+    tagger = randomized(  # the head too: tags of every kind
+        kbert.BertTokenClassifier(
+            backbone(), 3, preprocessor=preprocessor(), id2label=id2label
+        ),
+        seed=2,
+    )
+    texts = [LONG, SHORT[2]]
+    assert not caught(lambda: tagger.predict_words(texts, long_texts="windows", stride=3))
+    tags = tagger.predict_words(texts, long_texts="windows", stride=3)
+    spans = tagger.predict_entities(texts, long_texts="windows", stride=3)
+    for row, text in enumerate(texts):
+        want = reference_word_tags(tagger, tmp_path, text, 3, id2label)
+        assert tags[row] == want
+        assert spans[row] == bio_reference(text, want)
+    assert None not in tags[0] and len(tags[0]) == len(LONG.split())
+    assert len(hf_word_windows(tmp_path, LONG.split(), 3)) > 2
+    assert len(set(tags[0])) == 3 and spans[0]  # tags and spans to compare
+    # The truncate path cuts LONG (its last words get None) and says so.
+    with warnings.catch_warnings(record=True) as found:
+        warnings.simplefilter("always")
+        assert tagger.predict_words(texts)[0][-1] is None
+    (warning,) = found
+    assert (warning.message.truncated, warning.message.total) == (1, 2)
+    assert tagger.predict_words(SHORT, long_texts="windows", stride=3) == (
+        tagger.predict_words(SHORT)
+    )
+    with pytest.raises(ValueError, match="stride=10 must be less than the 10"):
+        tagger.predict_entities(texts, long_texts="windows", stride=10)
+
+
+def test_text_pairs_in_windows_cut_the_second_text(tmp_path):
+    """Pairs as `tokenizers` cuts them with `truncation="only_second"` and a
+    stride: the first text whole in every window, the second in windows."""
+    from tokenizers import BertWordPieceTokenizer
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n", encoding="utf-8")
+    tokenizer = BertWordPieceTokenizer(str(path), lowercase=True)
+    tokenizer.enable_truncation(LENGTH, stride=2, strategy="only_second")
+    firsts, seconds = ["the fox", "a cat", "dog"], [LONG, SHORT[0], LONG[:50]]
+    classifier = kbert.BertClassifier(backbone(), 3, preprocessor=preprocessor())
+    logits = classifier.predict(
+        (firsts, seconds), long_texts="windows", stride=2, verbose=0
+    )
+    for row, pair in enumerate(zip(firsts, seconds)):
+        encoding = tokenizer.encode(*pair)
+        windows = [encoding] + encoding.overflowing
+        outputs = run_windows(
+            classifier, [w.ids for w in windows], [w.type_ids for w in windows]
+        )
+        want = np.mean(outputs, axis=0)
+        np.testing.assert_allclose(logits[row], want, atol=1e-5)
+    assert len(tokenizer.encode(firsts[0], LONG).overflowing) > 1
+    # A pair that fits: exactly the truncate path's output.
+    pair = (["a big dog"], ["the cat sat"])
+    np.testing.assert_allclose(
+        classifier.predict(pair, long_texts="windows", stride=2, verbose=0),
+        classifier.predict(pair, verbose=0),
+        atol=1e-6,
+    )
+    # Refused by name: a first text that leaves no room, counts that differ,
+    # and per-token outputs (every window repeats the first text).
+    pieces = len(tokenizer.encode(LONG[:40], add_special_tokens=False).ids)
+    with pytest.raises(ValueError, match=f"pair 1's first text has {pieces} word pieces"):
+        classifier.predict(
+            (["a", LONG[:40]], ["b", LONG]), long_texts="windows", stride=2, verbose=0
+        )
+    with pytest.raises(ValueError, match="as many strings: 2 and 1"):
+        classifier.predict((["a", "b"], [LONG]), long_texts="windows", verbose=0)
+    extractor = kbert.BertFeatureExtractor(
+        classifier.backbone, layers=(-1,), preprocessor=preprocessor()
+    )
+    with pytest.raises(ValueError, match="reads single texts, not text pairs"):
+        extractor.predict((firsts, seconds), long_texts="windows", stride=2, verbose=0)
 
 
 def test_fit_trains_on_windows_and_evaluate_scores_texts():
@@ -299,6 +451,18 @@ def test_pipelines_read_long_texts_in_windows():
     )
     tokens = len(classifier.preprocessor.tokenizer.tokenize(LONG))
     assert extract(LONG).shape == (tokens + 2, 16)
+    # combine="stack": (layers, tokens, hidden) per text, cut on its token axis
+    stack = kbert.BertFeatureExtractor(
+        backbone(), layers=(-2, -1), combine="stack", preprocessor=preprocessor()
+    )
+    stacked = stack.predict(TEXTS, long_texts="windows", stride=3, verbose=0)
+    rows = kbert.pipeline("feature-extraction", stack, long_texts="windows", stride=3)(
+        TEXTS
+    )
+    for row, text in enumerate(TEXTS):
+        length = len(classifier.preprocessor.tokenizer.tokenize(text)) + 2
+        assert rows[row].shape == (2, length, 16)
+        np.testing.assert_allclose(rows[row], stacked[row, :, :length], atol=1e-6)
     tagger = kbert.BertTokenClassifier(
         backbone(),
         3,
