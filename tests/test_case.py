@@ -9,7 +9,8 @@ layers, one for models.
   same outputs inside `tf.data`, int32 outputs under a mixed dtype policy.
 - `run_model_test`: an eager call, a variable sequence length, the config
   round trip, `.keras` and preset round trips with identical outputs, one
-  `fit` step, `predict` on a `tf.data.Dataset`, and mixed precision.
+  `fit` step (its loss the model's loss on these outputs and labels),
+  `predict` on a `tf.data.Dataset`, and mixed precision.
 """
 
 import os
@@ -308,6 +309,20 @@ def run_model_test(
     assert_all_close(model.predict(dataset, verbose=0), expected, atol=1e-5)
 
     if run_fit:
+        # One step on one batch: its loss is the loss of the outputs before
+        # the step (with dropout off, those of a plain call), computed here
+        # by the model's own compiled loss, with the same labels and weights;
+        # and the step moves the weights.
+        for layer in model._flatten_layers():
+            if isinstance(layer, keras.layers.Dropout):
+                layer.rate = 0.0
+        tensors = [
+            None if v is None else keras.tree.map_structure(keras.ops.convert_to_tensor, v)
+            for v in (y, sample_weight)
+        ]
+        want = model.compute_loss(
+            x=input_data, y=tensors[0], y_pred=model(input_data), sample_weight=tensors[1]
+        )
         history = model.fit(
             input_data,
             y,
@@ -315,7 +330,13 @@ def run_model_test(
             batch_size=len(y_first(y)),
             verbose=0,
         )
-        assert np.isfinite(history.history["loss"][0])
+        np.testing.assert_allclose(
+            history.history["loss"][0], keras.ops.convert_to_numpy(want), rtol=1e-5
+        )
+        moved = [
+            not np.array_equal(a, b) for a, b in zip(model.get_weights(), float_weights)
+        ]
+        assert any(moved)
 
     if run_mixed_precision:
         for policy in ("mixed_bfloat16", "mixed_float16"):
