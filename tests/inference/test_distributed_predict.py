@@ -26,7 +26,10 @@ pytest.importorskip("ray", reason="kbert-keras[ray] is not installed")
 
 from kbert.cli import main  # noqa: E402
 from kbert.data import rotten_tomatoes  # noqa: E402
-from kbert.inference.distributed_predict import distributed_predict  # noqa: E402
+from kbert.inference.distributed_predict import (  # noqa: E402
+    distributed_predict,
+    predict_shards,
+)
 from kbert.utils import ray_engine  # noqa: E402
 
 pytestmark = pytest.mark.whole_machine
@@ -171,6 +174,11 @@ def test_one_truncation_warning_per_call_for_all_shards(tiny_preset):
         distributed_predict, tiny_preset, texts, engine="local", long_texts="windows"
     )
     assert not found
+    # `kbert embed` stops at the last shard (zip): the warning comes with it.
+    shards = [texts[:4], texts[4:6], texts[6:]]
+    results = predict_shards(tiny_preset, shards, engine="local", task="text_embedder")
+    parts, found = truncation_warnings(lambda: [r for _, r in zip(shards, results)])
+    assert [counts(w) for w in found] == [(2, 7, 32, 12)] and len(parts) == 3
 
 
 def test_bad_engine_inputs_are_refused_clearly(tmp_path, tiny_preset, monkeypatch):
