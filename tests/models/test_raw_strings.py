@@ -6,7 +6,7 @@ import pytest
 import kbert
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
-from tests.test_case import tiny_backbone
+from tests.test_case import randomized, tiny_backbone
 
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
@@ -23,6 +23,18 @@ LABELS = {
 }
 
 
+def classifier_loss(problem_type, logits, y):
+    """The classifier's default loss, from its outputs and the labels, in NumPy."""
+    logits, y = np.asarray(logits, "float64"), np.asarray(y)
+    if problem_type == "single_label":
+        shifted = logits - logits.max(-1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        return -np.mean(log_p[np.arange(len(y)), y])
+    if problem_type == "multi_label":  # binary cross-entropy of the logits
+        return np.mean(np.maximum(logits, 0) - logits * y + np.log1p(np.exp(-abs(logits))))
+    return np.mean((logits - y) ** 2)
+
+
 @pytest.mark.parametrize(
     "problem_type, pair",
     [("single_label", False), ("multi_label", True), ("regression", True)],
@@ -36,13 +48,20 @@ def test_classifier_on_raw_strings(problem_type, pair):
         problem_type=problem_type,
         preprocessor=preprocessor,
     )
+    # Random weights everywhere: outputs that differ from text to text (a new
+    # head's are near zero, so any labels would score about the same loss).
+    randomized(model)
     x = PAIRS if pair else TEXTS
     # Plain Python lists of labels work as well as arrays.
     history = model.fit(x, y.tolist(), batch_size=8, validation_data=(x, y), verbose=0)
-    assert np.isfinite(history.history["val_loss"]).all()
-    assert np.isfinite(model.evaluate(x, y, batch_size=8, verbose=0)).all()
     logits = model.predict(x, batch_size=8, verbose=0)
     assert logits.shape == (len(TEXTS), num_classes)
+    # evaluate, and fit's validation after its last epoch, score these
+    # outputs of the trained model against these labels.
+    want = classifier_loss(problem_type, logits, y)
+    scores = model.evaluate(x, y, batch_size=8, verbose=0, return_dict=True)
+    np.testing.assert_allclose(scores["loss"], want, rtol=1e-5)
+    np.testing.assert_allclose(history.history["val_loss"][-1], want, rtol=1e-5)
     # The same ids through the model directly give the same logits.
     token_inputs = preprocessor(x)
     direct = model.predict({k: np.asarray(v) for k, v in token_inputs.items()}, verbose=0)
