@@ -13,7 +13,7 @@ import kbert
 from kbert.models import length_batching
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
-from tests.test_case import tiny_backbone
+from tests.test_case import randomized, tiny_backbone
 
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
@@ -31,8 +31,21 @@ def preprocessor():
     return BertPreprocessor(BertTokenizer(VOCABULARY), sequence_length=SEQUENCE_LENGTH)
 
 
-def backbone():
-    return tiny_backbone(vocabulary_size=len(VOCABULARY), max_sequence_length=64)
+def backbone(**overrides):
+    return tiny_backbone(
+        vocabulary_size=len(VOCABULARY), max_sequence_length=64, **overrides
+    )
+
+
+def cross_entropy(logits, labels):
+    """Mean cross-entropy of the logits over the labelled positions (-100:
+    none), in NumPy."""
+    logits, labels = np.asarray(logits, "float64"), np.asarray(labels)
+    real = labels != -100
+    logits, labels = logits[real], labels[real]
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    return -np.mean(log_p[np.arange(len(labels)), labels])
 
 
 def fixed_length_outputs(model, features):
@@ -239,7 +252,9 @@ def test_training_batches_cover_every_row_once_and_group_by_length():
 
 
 def test_fit_and_evaluate_run_in_buckets():
-    model = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    # Random weights: logits that differ from text to text, so that losses
+    # tell labels apart (a new head's are near zero: log 2 for any labels).
+    model = randomized(kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor()))
     texts = random_texts(40, seed=9)
     labels = np.arange(40) % 2
     features = model._raw_arrays(texts)[0]
@@ -263,22 +278,48 @@ def test_fit_and_evaluate_run_in_buckets():
     history = model.fit(
         texts, labels, batch_size=8, epochs=2, validation_split=0.25, verbose=0
     )
-    assert np.isfinite(history.history["val_loss"]).all()
+    # Validated on the last quarter of the texts, by the trained model.
+    held_out = model.predict(texts[30:], batch_size=8, verbose=0)
+    np.testing.assert_allclose(
+        history.history["val_loss"][-1], cross_entropy(held_out, labels[30:]), rtol=1e-5
+    )
 
 
 def test_token_labels_are_cut_with_their_batch():
+    """Token labels are padded to `sequence_length`; fit and evaluate cut
+    them with their batch (here 64 -> 16), aligned with the tokens: each
+    loss is the cross-entropy of predict's outputs over the labelled tokens."""
     import tensorflow as tf
 
+    # No dropout: the loss fit reports for its one step is that of predict.
     tagger = kbert.BertTokenClassifier(
-        backbone(), 3, preprocessor=preprocessor(), id2label={0: "O", 1: "B-X", 2: "I-X"}
+        backbone(dropout=0.0, attention_dropout=0.0),
+        3,
+        preprocessor=preprocessor(),
+        dropout=0.0,
+        id2label={0: "O", 1: "B-X", 2: "I-X"},
     )
-    texts = random_texts(16, seed=10)
+    randomized(tagger)  # logits that tell labels apart
+    texts = [" ".join(text.split()[:12]) for text in random_texts(16, seed=10)]
     tags = [["B-X" if i % 3 == 0 else "O" for i, _ in enumerate(t.split())] for t in texts]
-    history = tagger.fit(texts, tags, batch_size=4, epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
     padded = kbert.tasks.token_alignment.pad_word_labels(tags, texts, tagger.label2id)
-    dataset = tf.data.Dataset.from_tensor_slices((texts, padded)).batch(4)
-    assert np.isfinite(tagger.evaluate(dataset, verbose=0)).all()
+    features, labels, _ = tagger._raw_arrays(texts, padded)
+    assert labels.shape == (16, SEQUENCE_LENGTH)
+    dataset = tagger._bucketed_dataset(features, labels, None, 16, shuffle=True)
+    if keras.backend.backend() == "tensorflow":
+        batches = list(dataset.as_numpy_iterator())
+    else:
+        batches = [dataset[i] for i in range(len(dataset))]
+    assert len(batches) == 1  # one batch of 16, cut to 16 tokens, its labels too
+    assert batches[0][0]["token_ids"].shape == batches[0][1].shape == (16, 16)
+    before = cross_entropy(tagger.predict(texts, verbose=0), labels)
+    history = tagger.fit(texts, tags, batch_size=16, epochs=1, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], [before], rtol=1e-5)
+    after = cross_entropy(tagger.predict(texts, verbose=0), labels)
+    assert after < before  # the step learned from the labels it was given
+    dataset = tf.data.Dataset.from_tensor_slices((texts, padded)).batch(16)
+    scores = tagger.evaluate(dataset, verbose=0, return_dict=True)
+    np.testing.assert_allclose(scores["loss"], after, rtol=1e-5)
 
 
 @pytest.fixture(scope="module")
