@@ -66,6 +66,36 @@ def _reference(learning_rate, weight_decay, epsilon, beta_1=0.9, beta_2=0.999, *
     return variables
 
 
+def _inherited_owner(name):
+    """The class whose `name` `super()` reaches from `InPlaceAdamW`."""
+    return next(c for c in InPlaceAdamW.__mro__[1:] if name in vars(c))
+
+
+def _in_place_only(monkeypatch, arguments):
+    """On PyTorch: Keras' update (and, for global_clipnorm alone, Keras'
+    clipping) raise if `InPlaceAdamW` falls back to them; returns the count
+    of in-place updates (`torch._foreach_addcdiv_` calls) made."""
+    import torch
+
+    def refuse(name):
+        def fallback(*args, **kwargs):
+            raise AssertionError(f"InPlaceAdamW fell back to Keras' {name}")
+
+        monkeypatch.setattr(_inherited_owner(name), name, fallback)
+
+    refuse("_backend_update_step")
+    if arguments.get("global_clipnorm") and not arguments.get("clipnorm"):
+        refuse("_clip_gradients")
+    calls, addcdiv = [], torch._foreach_addcdiv_
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[0]))
+        return addcdiv(*args, **kwargs)
+
+    monkeypatch.setattr(torch, "_foreach_addcdiv_", counted)
+    return calls
+
+
 @pytest.mark.parametrize(
     "arguments",
     [
@@ -75,14 +105,18 @@ def _reference(learning_rate, weight_decay, epsilon, beta_1=0.9, beta_2=0.999, *
         {},
     ],
 )
-def test_same_variables_as_adamw_computed_in_numpy(arguments):
+def test_same_variables_as_adamw_computed_in_numpy(arguments, monkeypatch):
     """On PyTorch the in-place update; on TensorFlow and JAX Keras' own AdamW
     (what those backends get): both against the formula, and each other."""
     common = dict(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6, **arguments)
     clipping = {k: v for k, v in arguments.items()}
     want = _reference(0.01, 0.1, 1e-6, **clipping)
     keras_adamw = _run(keras.optimizers.AdamW(**common))
+    if keras.backend.backend() == "torch":
+        calls = _in_place_only(monkeypatch, arguments)
     got = _run(InPlaceAdamW(**common))
+    if keras.backend.backend() == "torch":
+        assert calls == [len(SHAPES)] * STEPS  # every step updated every variable in place
     for a, b, reference in zip(got, keras_adamw, want):
         np.testing.assert_allclose(
             b, reference, rtol=1e-5, atol=1e-6
