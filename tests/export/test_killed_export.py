@@ -20,8 +20,8 @@ from tests.export.export_helpers import tiny_model
 SECONDS_TO_REACH_VERIFICATION = 400  # imports kbert, then TensorFlow once or twice
 
 
-def descendants(root):
-    """Pids of every process under `root`, from /proc."""
+def process_tree(root):
+    """`{pid: parent pid}` of every process under `root`, from /proc."""
     parents = {}
     for entry in os.listdir("/proc"):
         try:
@@ -29,12 +29,17 @@ def descendants(root):
                 parents[int(entry)] = int(file.read().rpartition(")")[2].split()[1])
         except (OSError, ValueError):
             continue
-    found, frontier = [], [root]
+    tree, frontier = {}, [root]
     while frontier:
         children = [pid for pid, parent in parents.items() if parent in frontier]
-        found += children
+        tree.update((pid, parents[pid]) for pid in children)
         frontier = children
-    return found
+    return tree
+
+
+def descendants(root):
+    """Pids of every process under `root`, from /proc."""
+    return list(process_tree(root))
 
 
 def command_line(pid):
@@ -79,13 +84,16 @@ def test_kill_during_a_saved_model_export_leaves_nothing_behind(tmp_path):
             stderr=stderr,
         )
     try:
-        # Kill once the SavedModel verifier (the serving process) runs: on
-        # JAX and torch it is a grandchild, under the TensorFlow exporter.
+        # Kill once the SavedModel verifier (the serving process) runs; the
+        # process tree seen then, with each process's command line.
+        seen = {}
+
         def verifying():
             assert export.poll() is None, (tmp_path / "stderr.txt").read_text()
-            return any(
-                "serving_process.py" in command_line(pid) for pid in descendants(export.pid)
-            )
+            tree = process_tree(export.pid)
+            lines = {pid: command_line(pid) for pid in tree}
+            seen.update(tree=tree, lines=lines)
+            return any("serving_process.py" in line for line in lines.values())
 
         wait_until(verifying, SECONDS_TO_REACH_VERIFICATION, "the verifier to start")
         children = descendants(export.pid)
@@ -103,6 +111,17 @@ def test_kill_during_a_saved_model_export_leaves_nothing_behind(tmp_path):
         for pid in children:
             if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
+    # The verifier is the exporter's child on TensorFlow; on JAX and torch a
+    # grandchild, the child of the TensorFlow subprocess that converts.
+    tree, lines = seen["tree"], seen["lines"]
+    serving = [pid for pid, line in lines.items() if "serving_process.py" in line]
+    assert len(serving) == 1, lines
+    parent = tree[serving[0]]
+    if keras.backend.backend() == "tensorflow":
+        assert parent == export.pid, lines
+    else:
+        assert parent != export.pid and tree[parent] == export.pid, lines
+        assert "kbert.export.on_tensorflow" in lines[parent], lines
     # What the kill left: temporaries beside the target and in the temp dir.
     assert leftovers(target.parent, pids)
     assert any(
