@@ -5,6 +5,9 @@ an earlier one defined), in a fresh working directory, once per suite, in
 the TensorFlow run (Keras' default backend): the blocks take real MiniLM
 weights, and what they show per backend (embeddings, fine-tuning, int8,
 LoRA, exports) the tests of each module check on all three backends.
+Files a README takes as the user's own (a corpus, a vocabulary, an exported
+model) are made first, small (`USER_FILES`). Code that needs what a test
+machine lacks (several devices, a cluster) is fenced as ```text instead.
 A new section with a ```python block is picked up without a change here.
 """
 
@@ -15,7 +18,12 @@ import keras
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-READMES = ("README.md", "export/README.md")
+READMES = (
+    "README.md",
+    "export/README.md",
+    "kbert/pretraining/README.md",
+    "export/android/README.md",
+)
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
@@ -25,6 +33,34 @@ def python_blocks(text):
         (text.count("\n", 0, match.start(1)) + 1, match.group(1))
         for match in BLOCK.finditer(text)
     ]
+
+
+def pretraining_files():
+    """`corpus.txt` and `vocab.txt`: 40 synthetic documents, their words."""
+    from tests.pretraining.pretraining_helpers import synthetic_documents, toy_vocabulary
+
+    with open("corpus.txt", "w") as file:
+        for document in synthetic_documents(40, seed=0):
+            file.writelines(sentence + "\n" for sentence in document)
+            file.write("\n")
+    pathlib.Path("vocab.txt").write_text("\n".join(toy_vocabulary()) + "\n")
+
+
+def android_files():
+    """`out/classifier` (a tiny classifier's preset) and its string-flavour
+    `classifier_text.tflite`, as the README's `kbert export` writes it."""
+    import kbert.export
+    from tests.export.export_helpers import tiny_model
+
+    model = tiny_model(num_classes=2)
+    model.save_to_preset("out/classifier")
+    kbert.export.tflite(model, "classifier_text.tflite", flavour="string")
+
+
+USER_FILES = {
+    "kbert/pretraining/README.md": pretraining_files,
+    "export/android/README.md": android_files,
+}
 
 
 def test_python_blocks_are_found():
@@ -45,6 +81,7 @@ def test_readme_python_blocks_run(readme, tmp_path, monkeypatch):
     # (tests/export measures the full check).
     monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 64)
     monkeypatch.chdir(tmp_path)
+    USER_FILES.get(readme, lambda: None)()
     namespace = {"__name__": "__readme__"}
     for line, code in python_blocks((ROOT / readme).read_text(encoding="utf-8")):
         # The file and line in tracebacks point into the README.
