@@ -97,7 +97,6 @@ def predict_shards(
     cut to the sequence length give one `kbert.TruncationWarning` for all
     the shards, with the last shard's outputs."""
     ray_engine.check_engine(engine, workers)
-    shards = list(shards)
     if long_texts not in LONG_TEXTS:  # here, before any worker starts
         raise ValueError(
             f"long_texts must be one of {LONG_TEXTS}; received long_texts={long_texts!r}."
@@ -124,11 +123,17 @@ def predict_shards(
         results = ray_engine.ordered_map(
             make_worker, shards, engine, workers, address, init_args
         )
-        for number, (outputs, counts) in enumerate(results):
+        # One shard behind, to warn before the last yield: a caller may stop
+        # at the last item (zip); the shards stay a stream, never a list.
+        previous = None
+        for outputs, counts in results:
             add_held(held, counts)
-            if number == len(shards) - 1:  # before the last yield: a caller
-                warn_held(held)  # may stop at the last item (zip)
-            yield outputs
+            if previous is not None:
+                yield previous[0]
+            previous = (outputs,)
+        warn_held(held)
+        if previous is not None:
+            yield previous[0]
 
 
 class ShardPredictor:
