@@ -102,11 +102,17 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
     quantized = record["quantized"]
     assert quantized["method"] == "nncf int8 (transformer)"
     assert quantized["calibration"] == "256 real texts (Rotten Tomatoes training)"
-    agreement = quantized["agreement"]
-    assert agreement["texts"].startswith("500 real texts"), agreement
-    assert agreement["value"] >= 0.99, agreement
+    recorded = quantized["agreement"]
+    assert recorded["texts"].startswith("500 real texts"), recorded
     core = openvino.Core()
-    ir = core.read_model(str(path / "openvino_model.xml"))
+    xml = str(path / "openvino_model.xml")
+    # The recorded agreement is the IR's at the plugin's default precision,
+    # measured again here; the int8 IR keeps 99% of Keras' predictions.
+    value, count = _agreement_by_hand(model, core.compile_model(xml, "CPU"))
+    assert count == agreement.AGREEMENT_TEXTS
+    assert recorded["value"] == pytest.approx(value, abs=1e-9)
+    assert value >= 0.99, value
+    ir = core.read_model(xml)
     fake_quantize = [op for op in ir.get_ops() if op.get_type_name() == "FakeQuantize"]
     # Both inputs of every encoder MatMul of 6 layers (q, k, v, output,
     # intermediate, output dense) at least.
