@@ -2,8 +2,9 @@
 
 onnxruntime's int8 MatMuls quantize a whole activation tensor with one
 scale. In BERT a few hidden channels of the LayerNorm and GELU outputs are
-10-15x larger than the rest (measured on MiniLM-L6 with real reviews:
-channel max 28 where the median channel's is 2), so one scale spends most of
+many times larger than the rest (the outlier features of LLM.int8(),
+Dettmers et al. 2022; `split_outlier_channels` picks them from the
+calibration texts' channel ranges), so one scale spends most of
 the 256 levels on them and the other channels lose their resolution. The
 LLM.int8() remedy, which no onnxruntime tool offers for ONNX (Intel Neural
 Compressor, which onnxruntime's SmoothQuant option calls, dropped ONNX in

@@ -24,8 +24,8 @@ from kbert.preprocessing.preprocessor import BertPreprocessor
 # fine-tuned on Rotten Tomatoes: 0.77 agreement on 1,281 held-out reviews).
 INT8_REASON = (
     "full int8 gives activations fixed per-tensor ranges from the calibration "
-    "texts, and BERT's LayerNorm and GELU outputs have outlier channels 10-15x "
-    "larger than the rest, which take most of the 256 levels; "
+    "texts, and BERT's LayerNorm and GELU outputs have outlier channels many "
+    "times larger than the rest, which take most of the 256 levels; "
     'quantization="dynamic_int8" quantizes activations at run time and keeps '
     "the predictions"
 )
