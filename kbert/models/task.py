@@ -741,7 +741,15 @@ class Task(
                 and cls.window_samples is Task.window_samples
             )
         ):
-            raise ValueError(f'{cls.__name__} does not take long_texts="windows".')
+            way_out = (
+                "it reads long contexts in overlapping windows of its own (`doc_stride`)."
+                if hasattr(self, "doc_stride")
+                else "a longer `sequence_length` (up to the model's "
+                "max_sequence_length) reads more of each text."
+            )
+            raise ValueError(
+                f'{cls.__name__} does not take long_texts="windows": {way_out}'
+            )
         return long_texts_lib.check_long_texts(long_texts, stride, self._sequence_length)
 
     def window_samples(self, x, stride, y=None):
