@@ -129,11 +129,11 @@ def predict_shards(
         for outputs, counts in results:
             add_held(held, counts)
             if previous is not None:
-                yield previous[0]
-            previous = (outputs,)
+                yield previous
+            previous = outputs
         warn_held(held)
         if previous is not None:
-            yield previous[0]
+            yield previous
 
 
 class ShardPredictor:

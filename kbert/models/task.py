@@ -792,14 +792,9 @@ class Task(
 
     def _check_window_pairs(self, first, second, stride):
         """Refuses, naming the pair, text pairs whose windows cannot be cut:
-        a count of first texts other than of second texts, or a first text
-        that leaves a window no more than `stride` pieces of the second."""
+        a first text that leaves a window no more than `stride` pieces of the
+        second (`_segments` has checked the counts)."""
         first, second = (t.row_lengths().numpy() for t in (first, second))
-        if len(first) != len(second):
-            raise ValueError(
-                f"The two segments must hold as many strings: {len(first)} and "
-                f"{len(second)}."
-            )
         length = self._sequence_length
         budget = length - first - 3  # [CLS] first [SEP] second... [SEP]
         bad = np.flatnonzero((second > budget) & (budget <= stride))

@@ -97,6 +97,12 @@ class BertPreprocessor(PreprocessingLayer):
             parts = [
                 as_string_batch(segment, f"segment {i}") for i, segment in enumerate(x)
             ]
+            sizes = [part[0].shape[0] for part in parts]
+            if len(sizes) == 2 and None not in sizes and sizes[0] != sizes[1]:
+                raise ValueError(
+                    f"The two segments must hold as many strings: {sizes[0]} "
+                    f"and {sizes[1]}."
+                )
             return [part[0] for part in parts], parts[0][1]
         text, batched = as_string_batch(x)
         return [text], batched
@@ -106,13 +112,7 @@ class BertPreprocessor(PreprocessingLayer):
         import tensorflow as tf  # lazy: TF only when text is tokenized
 
         segments, batched = self._segments(x)
-        if len(segments) == 2:
-            sizes = [segment.shape[0] for segment in segments]
-            if None not in sizes and sizes[0] != sizes[1]:
-                raise ValueError(
-                    f"The two segments must hold as many strings: {sizes[0]} "
-                    f"and {sizes[1]}."
-                )
+        if len(segments) == 2:  # sizes known only when the graph runs
             tf.debugging.assert_equal(
                 tf.shape(segments[0]),
                 tf.shape(segments[1]),
