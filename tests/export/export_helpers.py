@@ -62,3 +62,23 @@ def near_ties(model):
     shift = float(np.median(logits[:, 1] - logits[:, 0]))
     bias = np.asarray(keras.ops.convert_to_numpy(model.classifier.bias))
     model.classifier.bias.assign(bias - np.array([0.0, shift], "float32"))
+
+
+def predictions_by_hand(model, logits_of):
+    """The documented agreement measure, written out: the held-out reviews
+    sorted by length, batches of 32 cut to their longest review; returns the
+    artifact's (`logits_of(batch)`) and Keras' argmax classes, review for
+    review (their mean equality is the agreement)."""
+    from kbert.export.agreement import agreement_features
+    from kbert.export.spec import export_spec
+
+    features, _ = agreement_features(model, export_spec(model))
+    lengths = features["padding_mask"].sum(-1)
+    order = np.argsort(lengths, kind="stable")
+    got, want = [], []
+    for start in range(0, len(order), 32):
+        rows = order[start : start + 32]
+        batch = {k: v[rows, : max(2, lengths[rows].max())] for k, v in features.items()}
+        got.append(np.argmax(logits_of(batch), -1))
+        want.append(np.argmax(keras_outputs(model, batch)["logits"], -1))
+    return np.concatenate(got), np.concatenate(want)

@@ -22,7 +22,11 @@ from kbert.export.onnx.outliers import (
 from kbert.export.onnx.quantization import calibration_feeds, quantize_and_verify
 from kbert.export.record import read_record
 from kbert.export.spec import export_spec
-from tests.export.export_helpers import keras_outputs, near_ties, tiny_model
+from tests.export.export_helpers import (
+    near_ties,
+    predictions_by_hand,
+    tiny_model,
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,20 +43,9 @@ def _session(path):
 
 
 def _predictions_by_hand(model, path):
-    """The documented measure, written out: held-out reviews sorted by
-    length, batches of 32 cut to their longest review; returns the file's
-    and Keras' argmax classes, review for review."""
-    spec = export_spec(model)
-    features, _ = agreement.agreement_features(model, spec)
-    lengths = features["padding_mask"].sum(-1)
-    order = np.argsort(lengths, kind="stable")
-    session, got, want = _session(path), [], []
-    for start in range(0, len(order), 32):
-        rows = order[start : start + 32]
-        batch = {k: v[rows, : max(2, lengths[rows].max())] for k, v in features.items()}
-        got.append(np.argmax(session.run(["logits"], batch)[0], -1))
-        want.append(np.argmax(keras_outputs(model, batch)["logits"], -1))
-    return np.concatenate(got), np.concatenate(want)
+    """The file's and Keras' classes on the held-out reviews (onnxruntime)."""
+    session = _session(path)
+    return predictions_by_hand(model, lambda batch: session.run(["logits"], batch)[0])
 
 
 def _kappa(got, want):

@@ -11,27 +11,23 @@ import kbert
 import kbert.export
 from kbert.export import ExportVerificationError, agreement
 from kbert.export.record import read_record
-from kbert.export.spec import export_spec
 from kbert.export.verification_data import verification_texts
-from tests.export.export_helpers import features, keras_outputs, tiny_model
+from tests.export.export_helpers import (
+    features,
+    keras_outputs,
+    predictions_by_hand,
+    tiny_model,
+)
 from tests.trained_models import demo_classifier_preset
 
 
 def _agreement_by_hand(model, compiled):
-    """The documented measure, written out: held-out reviews sorted by
-    length, batches of 32 cut to their longest review, argmax vs Keras."""
-    features, _ = agreement.agreement_features(model, export_spec(model))
-    lengths = features["padding_mask"].sum(-1)
-    order = np.argsort(lengths, kind="stable")
-    request, same = compiled.create_infer_request(), []
-    for start in range(0, len(order), 32):
-        rows = order[start : start + 32]
-        batch = {k: v[rows, : max(2, lengths[rows].max())] for k, v in features.items()}
-        result = request.infer(batch)
-        got = {port.get_any_name(): result[port] for port in compiled.outputs}
-        want = keras_outputs(model, batch)["logits"]
-        same.append(np.argmax(got["logits"], -1) == np.argmax(want, -1))
-    return float(np.mean(np.concatenate(same))), len(lengths)
+    """The recorded agreement measured again for a compiled IR;
+    (agreement, reviews)."""
+    request = compiled.create_infer_request()
+    logits = next(port for port in compiled.outputs if port.get_any_name() == "logits")
+    got, want = predictions_by_hand(model, lambda batch: request.infer(batch)[logits])
+    return float(np.mean(got == want)), len(got)
 
 
 @pytest.mark.skipif(

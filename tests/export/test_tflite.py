@@ -12,7 +12,6 @@ import kbert.export
 from kbert.export import agreement
 from kbert.export.record import read_record
 from kbert.export.report import artifact_row, report_table
-from kbert.export.spec import export_spec
 from kbert.export.tflite.exporter import TF_TEXT_TFLITE_OPS
 from kbert.export.tflite.runner import tflite_custom_ops
 from kbert.export.tflite.tokenizer_divergence import TokenizerDivergenceWarning, describe
@@ -26,6 +25,7 @@ from tests.export.export_helpers import (
     features,
     keras_outputs,
     near_ties,
+    predictions_by_hand,
     preprocessor,
     tiny_model,
     vocabulary,
@@ -49,25 +49,21 @@ def _signature(model_path, registrars=None):
 
 
 def _agreement_by_hand(model, path):
-    """The documented measure, written out for a batch-1 token-ids file:
-    held-out reviews sorted by length, batches of 32 cut to their longest
-    review, each row run alone in the file, argmax vs Keras on the batch."""
-    features, _ = agreement.agreement_features(model, export_spec(model))
-    lengths = features["padding_mask"].sum(-1)
-    order = np.argsort(lengths, kind="stable")
-    runner, same = _signature(path), []
-    for start in range(0, len(order), 32):
-        rows = order[start : start + 32]
-        batch = {k: v[rows, : max(2, lengths[rows].max())] for k, v in features.items()}
-        got = np.concatenate(
+    """The recorded agreement measured again for a batch-1 token-ids file:
+    each row of a batch run alone in the file; (agreement, reviews)."""
+    runner = _signature(path)
+
+    def logits_of(batch):
+        rows = len(batch["token_ids"])
+        return np.concatenate(
             [
                 runner(**{k: v[i : i + 1] for k, v in batch.items()})["logits"]
-                for i in range(len(rows))
+                for i in range(rows)
             ]
         )
-        want = keras_outputs(model, batch)["logits"]
-        same.append(np.argmax(got, -1) == np.argmax(want, -1))
-    return float(np.mean(np.concatenate(same))), len(lengths)
+
+    got, want = predictions_by_hand(model, logits_of)
+    return float(np.mean(got == want)), len(got)
 
 
 def assert_strings_in_serve_like_keras(path, model):
