@@ -22,7 +22,7 @@ from tests import docstring_fixtures
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 ONCE_ON_TENSORFLOW = ("kbert.export",)
 # Data and model parallelism are JAX's (the mirrored strategy's lines are skipped).
-ONLY_ON_JAX = ("kbert.pretraining.distribution",)
+ONLY_ON_JAX = ("kbert.distributed.strategies",)
 ONCE_ON_TORCH = (
     "kbert.cli",
     "kbert.data",
@@ -32,12 +32,12 @@ ONCE_ON_TORCH = (
     "kbert.presets",
     "kbert.sources",
     "kbert.utils",
-    "kbert.tasks.batching",
-    "kbert.tasks.bio",
-    "kbert.tasks.qa_",
-    "kbert.tasks.long_texts",
-    "kbert.tasks.windows",
-    "kbert.tasks.token_alignment",
+    "kbert.distributed.cluster",
+    "kbert.distributed.tf_multi_worker",
+    "kbert.models.bio",
+    "kbert.models.qa_",
+    "kbert.models.windows",
+    "kbert.models.token_alignment",
     "kbert.pretraining.checkpointing",
     "kbert.pretraining.commands",
     "kbert.pretraining.data_creation",

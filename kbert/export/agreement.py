@@ -11,6 +11,8 @@ predictions equal to the Keras model's falls below `min_agreement`.
 
 What "agreement" means per task:
 
+Each model class declares which (`agreement`, `kbert.models.preset_io`):
+
 - classifier, multiple choice: same argmax class (multi-label: the same set
   of labels above 0.5); regression has no classes (None);
 - token classifier: same argmax label on every real token;
@@ -35,7 +37,7 @@ from kbert.export.verification_data import (
 BATCH_SIZE = 32
 
 
-def prediction_agreement(spec, got, want, features, multi_label=False):
+def prediction_agreement(spec, got, want, features):
     """`(agreement, kind)`: share of equal predictions (`kind="argmax"`),
     mean cosine similarity (`"cosine"`), or `(None, None)` for regression.
 
@@ -45,44 +47,44 @@ def prediction_agreement(spec, got, want, features, multi_label=False):
     >>> prediction_agreement(spec, got, want, token_inputs)
     (0.5, 'argmax')
     """
-    scores, kind = prediction_scores(spec, got, want, features, multi_label)
+    scores, kind = prediction_scores(spec, got, want, features)
     return (None, None) if scores is None else (float(np.mean(scores)), kind)
 
 
-def prediction_scores(spec, got, want, features, multi_label=False):
+def prediction_scores(spec, got, want, features):
     """`(per-prediction scores, kind)`: 1.0/0.0 per prediction, or cosines;
-    `(None, None)` for regression. `multi_label`: a sigmoid classifier
-    (`problem_type="multi_label"`), compared label by label.
+    `(None, None)` where the model declares nothing to compare (regression).
+    What is compared is the model's `agreement` declaration (module docstring).
 
     Example:
     >>> want = {"logits": np.array([[0.0, 1.0], [2.0, 1.0]])}
     >>> prediction_scores(spec, want, want, token_inputs)
     (array([1., 1.]), 'argmax')
     """
-    if spec.task in ("text_embedder", "backbone"):
-        name = "embeddings" if spec.task == "text_embedder" else "pooled_output"
+    if spec.agreement is None:
+        return None, None
+    if spec.agreement == "cosine":  # of the one output without a sequence axis
+        (name,) = (n for n in spec.output_names if n not in spec.sequence_outputs)
         a, b = np.asarray(got[name], "float64"), np.asarray(want[name], "float64")
         norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
         return np.sum(a * b, -1) / np.maximum(norms, 1e-12), "cosine"
-    if spec.task == "question_answerer":
-        real = np.asarray(features["padding_mask"]) > 0
+    real = np.asarray(features["padding_mask"]) > 0
+    if spec.agreement == "span":
         same = [
             _argmax(got[name], real) == _argmax(want[name], real)
-            for name in ("start_logits", "end_logits")
+            for name in spec.sequence_outputs
         ]
         return np.concatenate(same).astype("float64"), "argmax"
-    if spec.task == "classifier" and "probabilities" not in spec.output_names:
-        return None, None  # regression
     # MediaPipe's classifier gives probabilities only: same argmax.
     name = "logits" if "logits" in got else "probabilities"
     logits_got, logits_want = np.asarray(got[name]), np.asarray(want[name])
-    if multi_label:
+    if spec.agreement == "label_set":
         threshold = 0.0 if name == "logits" else 0.5
         same = np.all((logits_got > threshold) == (logits_want > threshold), axis=-1)
         return same.astype("float64"), "argmax"
     same = np.argmax(logits_got, -1) == np.argmax(logits_want, -1)
-    if spec.task == "token_classifier":
-        same = same[np.asarray(features["padding_mask"]) > 0]
+    if spec.agreement == "argmax_per_token":
+        same = same[real]
     return same.reshape(-1).astype("float64"), "argmax"
 
 
@@ -162,14 +164,13 @@ def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE, cut=Tru
     (1.0, 'argmax', True)
     """
     checked_features(model, features, "The agreement inputs")
-    multi_label = getattr(model, "problem_type", None) == "multi_label"
     scores, kind, diffs = [], None, {}
     for rows, batch in length_batches(features, batch_size, cut):
         got, used = run(batch, rows)
         want = keras_outputs(model, used)
         want = {name: value for name, value in want.items() if name in got}
         diffs = merge_diffs(diffs, max_abs_diff(got, want, "The quantized artifact"))
-        batch_scores, kind = prediction_scores(spec, got, want, used, multi_label)
+        batch_scores, kind = prediction_scores(spec, got, want, used)
         if batch_scores is not None:
             scores.append(batch_scores)
     value = float(np.mean(np.concatenate(scores))) if scores else None

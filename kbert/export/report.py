@@ -121,7 +121,7 @@ def evaluation_data(model, spec, num_examples, labelled=None, where="labelled da
         texts = verification_inputs(spec, num_examples)
         labels = None
     else:
-        if spec.task != "classifier" or model.problem_type != "single_label":
+        if getattr(model, "problem_type", None) != "single_label":
             raise ValueError(
                 f"{where}: accuracy is measured for single-label classifiers; this "
                 f"model is a {spec.task} ({getattr(model, 'problem_type', '')})."

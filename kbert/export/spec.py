@@ -34,8 +34,9 @@ class ExportSpec:
         text_inputs: names of the string inputs of the text signatures.
         output_names: names of the outputs, in order.
         labels: class names of a classifier (`id2label`, else `label_{i}`).
-        per_token_outputs: the outputs index word pieces, so string
-            signatures also return the `token_ids` they ran on.
+        sequence_outputs, position_outputs, agreement, mediapipe_task,
+            mediapipe_outputs: the model class's declarations of the same
+            names (`kbert.models.preset_io.PresetMixin`).
     """
 
     task: str
@@ -44,11 +45,21 @@ class ExportSpec:
     text_inputs: tuple
     output_names: tuple
     labels: tuple = ()
-    per_token_outputs: bool = False
+    sequence_outputs: tuple = ()
+    position_outputs: tuple = ()
+    agreement: str | None = None
+    mediapipe_task: str | None = None
+    mediapipe_outputs: tuple = ()  # (output name, MediaPipe's name) pairs
 
     @property
     def is_pair(self):
         return len(self.text_inputs) == 2
+
+    @property
+    def per_token_outputs(self):
+        """The outputs index word pieces: string signatures also return the
+        `token_ids` they ran on."""
+        return bool(self.sequence_outputs or self.position_outputs)
 
 
 def export_spec(model, text_pairs=None):
@@ -92,7 +103,11 @@ def export_spec(model, text_pairs=None):
         text_inputs=tuple(text_inputs),
         output_names=output_names,
         labels=labels,
-        per_token_outputs=model.per_token_outputs,
+        sequence_outputs=tuple(model.sequence_outputs),
+        position_outputs=tuple(model.position_outputs),
+        agreement=model.agreement,
+        mediapipe_task=model.mediapipe_task,
+        mediapipe_outputs=tuple((model.mediapipe_outputs or {}).items()),
     )
 
 

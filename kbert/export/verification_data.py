@@ -138,19 +138,34 @@ def verification_inputs(spec, count=16, offset=0):
     >>> sorted(verification_inputs(qa_spec, 4))
     ['context', 'question']
     """
-    texts = verification_texts(count + 8, offset)
+    per_example = 1 + (spec.extra_dims[0] if spec.extra_dims else 0)
+    inputs = inputs_of(spec, verification_texts(count * per_example + 1, offset))
+    return {name: value[:count] for name, value in inputs.items()}
+
+
+def inputs_of(spec, texts):
+    """Text inputs for the string signatures of `spec`, made of a list of
+    sentences (one example per sentence; fewer for pairs and choices).
+
+    Pairs join each sentence with the next one; a question answerer gets the
+    sentence as question and the next as context; multiple choice gets a
+    prompt and the `num_choices` sentences after it as choices.
+
+    Example:
+    >>> inputs_of(qa_spec, ["A.", "B.", "C."])
+    {'question': ['A.', 'B.'], 'context': ['B.', 'C.']}
+    """
     if len(spec.text_inputs) == 1:
-        return {spec.text_inputs[0]: texts[:count]}
+        return {spec.text_inputs[0]: list(texts)}
     first, second = spec.text_inputs
     if spec.extra_dims:  # multiple choice: a prompt and its choices
-        num_choices = spec.extra_dims[0]
-        texts = verification_texts(count * (1 + num_choices), offset)
-        step = 1 + num_choices
+        step = 1 + spec.extra_dims[0]
+        count = len(texts) // step
         return {
             first: [texts[i * step] for i in range(count)],
-            second: [texts[i * step + 1 : (i + 1) * step] for i in range(count)],
+            second: [list(texts[i * step + 1 : (i + 1) * step]) for i in range(count)],
         }
-    return {first: texts[:count], second: texts[1 : count + 1]}
+    return {first: list(texts[:-1]), second: list(texts[1:])}
 
 
 def representative_texts(count=100):

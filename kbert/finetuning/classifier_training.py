@@ -5,11 +5,11 @@ import time
 import keras
 import numpy as np
 
+from kbert.distributed import cluster, tf_multi_worker
 from kbert.finetuning.metrics import classification_report, confusion_matrix, cross_entropy
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.models.classifier import BertClassifier
 from kbert.optimization.optimizers import bert_optimizer
-from kbert.utils import cluster, tf_multi_worker
 
 
 class LossHistory(keras.callbacks.Callback):
@@ -148,7 +148,7 @@ def train_classifier(
     `val_macro_f1` in the history) and, with `verbose`, one line per epoch is
     printed. Returns `(history, loss_curve, seconds)`.
 
-    In a multi-process job (`kbert.utils.cluster`: JAX's `DataParallel`, or a
+    In a multi-process job (`kbert.distributed.cluster`: JAX's `DataParallel`, or a
     model built in a TensorFlow `MultiWorkerMirroredStrategy` scope; `shard`
     overrides its `(num_shards, shard_index)`), each process preprocesses and feeds only
     its slice of every global batch of `recipe.batch_size`, so the job sees

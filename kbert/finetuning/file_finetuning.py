@@ -10,6 +10,8 @@ import warnings
 import keras
 import numpy as np
 
+from kbert.distributed import cluster as cluster_lib
+from kbert.distributed.strategies import job_data_parallel
 from kbert.finetuning.classifier_training import (
     build_classifier,
     classifier_optimizer,
@@ -23,11 +25,9 @@ from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
 from kbert.models.divergence import TrainingDivergedError
 from kbert.models.lora import trainable_summary
-from kbert.pretraining.distribution import job_data_parallel
-from kbert.tasks.long_texts import TruncationWarning
-from kbert.utils import cluster as cluster_lib
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.labelled_files import encode_labels, label_names, read_examples
+from kbert.utils.long_texts import TruncationWarning
 
 
 def finetune_on_files(
@@ -57,7 +57,7 @@ def finetune_on_files(
     (default: the sorted values in `train`); `recipe` defaults to
     `FinetuneRecipe()`. With `verbose`, prints one line per epoch and the
     per-class precision/recall/F1 table. `cluster`: the keyword arguments of
-    `kbert.utils.cluster.join_cluster` for a multi-process job. An `out`
+    `kbert.distributed.cluster.join_cluster` for a multi-process job. An `out`
     holding files kbert did not write is refused before any work unless
     `overwrite=True`. Returns the
     results: labels, the recipe, training seconds, the history, the

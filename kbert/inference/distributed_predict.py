@@ -18,8 +18,8 @@ import numpy as np
 
 from kbert.models import model_class
 from kbert.presets.formats import load_checkpoint
-from kbert.tasks.long_texts import LONG_TEXTS, add_held, held_truncations, warn_held
 from kbert.utils import ray_engine
+from kbert.utils.long_texts import LONG_TEXTS, add_held, held_truncations, warn_held
 from kbert.utils.text_files import expand_glob, read_lines
 
 DEFAULT_SHARD_SIZE = 1000

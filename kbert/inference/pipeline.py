@@ -12,6 +12,7 @@ import keras
 import numpy as np
 
 from kbert.inference.wordpiece_text import pieces_to_text
+from kbert.models import windows as windows_lib
 from kbert.models.backbone import INPUT_NAMES, BertBackbone
 from kbert.models.classifier import BertClassifier
 from kbert.models.feature_extractor import BertFeatureExtractor
@@ -23,7 +24,6 @@ from kbert.models.token_classifier import BertTokenClassifier
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.presets.formats import load_preprocessor
 from kbert.sources import resolve_source
-from kbert.tasks import windows as windows_lib
 
 SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
 

@@ -80,6 +80,8 @@ class BertBackbone(
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
     task_name = "backbone"
     uses_pooler = True
+    sequence_outputs = ("sequence_output",)
+    agreement = "cosine"
     optional_inputs = ("segment_ids", "padding_mask")  # `standardize_inputs` fills them
 
     def export_outputs(self, outputs):

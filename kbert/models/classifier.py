@@ -40,6 +40,15 @@ class BertClassifier(Task):
     google_heads = ("classifier",)  # run_classifier.py's output_weights / output_bias
     uses_pooler = True
     pair_text_inputs = ("text", "text_pair")
+    mediapipe_task = "TextClassifier"
+    mediapipe_outputs = {"probabilities": "probability"}
+
+    @property
+    def agreement(self):
+        # Regression has no classes; multi-label compares the set of labels.
+        return {"regression": None, "multi_label": "label_set"}.get(
+            self.problem_type, "argmax"
+        )
 
     def export_outputs(self, outputs):
         named = {"logits": outputs}

@@ -61,8 +61,11 @@ class BertFeatureExtractor(Task):
         # === Config ===
         self.layers_indices = tuple(int(i) for i in layers)
         self.combine = combine
-        self.output_sequence_axis = 2 if combine == "stack" else 1
         super().__init__(inputs=backbone.input, outputs=features, **kwargs)
+
+    @property
+    def output_sequence_axis(self):
+        return 2 if self.combine == "stack" else 1  # stack: (batch, layer, token, dim)
 
     def default_loss(self):
         return None

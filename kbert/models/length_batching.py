@@ -28,7 +28,7 @@ and uses the fine set.
   permutation cut into mega-batches of 50 batches, each sorted by bucket
   (ties keep the random order), cut into batches, and the batch order shuffled.
 
-Only numpy here: the model calls live in `kbert.models.task`.
+Only numpy here: the model calls live in `kbert.models.bucketed_predict`.
 """
 
 import numpy as np

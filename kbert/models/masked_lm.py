@@ -51,7 +51,8 @@ class BertMaskedLM(Task):
     hf_heads = ("masked_lm",)
     hf_pooler = False
     google_heads = ("masked_lm",)
-    per_token_outputs = True
+    position_outputs = ("logits",)
+    agreement = "argmax"
 
     def export_outputs(self, outputs):
         return {"logits": outputs}

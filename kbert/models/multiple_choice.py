@@ -54,6 +54,7 @@ class BertMultipleChoice(Task):
     hf_heads = ("classifier",)
     uses_pooler = True
     text_inputs = ("prompt", "choices")  # choices: (batch, num_choices) strings
+    agreement = "argmax"
 
     def export_outputs(self, outputs):
         return {"logits": outputs, "probabilities": ops.softmax(outputs, axis=-1)}

@@ -65,9 +65,26 @@ class PresetMixin:
     # an export with `text_pairs=True` (None: it takes no pairs).
     text_inputs = ("text",)
     pair_text_inputs = None
-    # Whether its outputs index word pieces: exported string signatures then
-    # also return the `token_ids` they ran on.
-    per_token_outputs = False
+    # Its exported outputs (`export_outputs` names) that index word pieces:
+    # one value per token (`sequence_outputs`, sequence axis right after the
+    # batch) or one per [MASK] (`position_outputs`). Exported string
+    # signatures of such a model also return the `token_ids` they ran on;
+    # ONNX names those axes; raw-text `predict` pads and joins windows on them.
+    sequence_outputs = ()
+    position_outputs = ()
+    # How an artifact's predictions are compared with this model's
+    # (`kbert.export.agreement`): "argmax" (the class), "argmax_per_token"
+    # (the label of every real token), "span" (start and end token), "cosine"
+    # (of its one output without a sequence axis), None (nothing to compare).
+    agreement = None
+    # The MediaPipe task that runs its `flavour="mediapipe"` TFLite file, and
+    # what that task calls the outputs it reads (None: no MediaPipe task).
+    mediapipe_task = None
+    mediapipe_outputs = None
+
+    @property
+    def per_token_outputs(self):
+        return bool(self.sequence_outputs or self.position_outputs)
 
     def export_outputs(self, outputs):
         """Named outputs of an exported artifact, from this model's raw outputs.

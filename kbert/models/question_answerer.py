@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
+from kbert.models import qa_decoding, qa_labels, qa_windows
 from kbert.models.backbone import INPUT_NAMES
 from kbert.models.heads import dense_head
 from kbert.models.target_checks import TargetRule
 from kbert.models.task import Task, backbone_inputs
-from kbert.tasks import qa_decoding, qa_labels, qa_windows
 from kbert.utils.strings import string_list
 
 
@@ -55,8 +55,10 @@ class BertQuestionAnswerer(Task):
     hf_pooler = False
     google_heads = ("span_classifier",)  # run_squad.py's cls/squad/output_*
     text_inputs = ("question", "context")
-    per_token_outputs = True
-    output_sequence_axis = 1
+    sequence_outputs = ("start_logits", "end_logits")
+    agreement = "span"
+    mediapipe_task = "BertQuestionAnswerer"
+    mediapipe_outputs = {"start_logits": "start_logits", "end_logits": "end_logits"}
 
     def export_outputs(self, outputs):
         return {
@@ -176,7 +178,7 @@ class BertQuestionAnswerer(Task):
                 `[CLS]` score beats the spans (SQuAD 2.0).
             null_threshold: how much more likely (in log space: logit sums)
                 "no answer" must be than the best span to win; 0 is Hugging
-                Face's rule. See `kbert.tasks.qa_decoding.decode_answers`.
+                Face's rule. See `kbert.models.qa_decoding.decode_answers`.
             align_to_words: widen answers to whole words.
             batch_size: windows per forward pass.
 

@@ -1,11 +1,11 @@
 """Task: the base of every kbert task model (a backbone plus a head)."""
 
-import functools
 
 import keras
 import numpy as np
 
-from kbert.models import length_batching
+from kbert.models import bucketed_predict, length_batching
+from kbert.models import windows as windows_lib
 from kbert.models.backbone import INPUT_NAMES, BertBackbone, fastest_jit_compile
 from kbert.models.bucketed_batches import BucketedBatches
 from kbert.models.divergence import with_divergence_guard
@@ -18,8 +18,7 @@ from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import QuantizableModel
 from kbert.models.target_checks import check_targets
 from kbert.optimization.optimizers import bert_optimizer
-from kbert.tasks import long_texts as long_texts_lib
-from kbert.tasks import windows as windows_lib
+from kbert.utils import long_texts as long_texts_lib
 
 DEFAULT_LEARNING_RATE = 5e-5
 
@@ -87,11 +86,14 @@ class Task(
     """
 
     backbone_cls = BertBackbone
-    # The axis of the sequence dimension in every output (and label), or None
-    # when outputs hold one value per example.
-    output_sequence_axis = None
     # The input whose last axis per-token targets follow (`TargetRule.per_token`).
     target_positions = "token_ids"
+
+    @property
+    def output_sequence_axis(self):
+        """The axis of the sequence dimension in every output (and label), or
+        None when outputs hold one value per example (`sequence_outputs`)."""
+        return 1 if self.sequence_outputs else None
 
     def __init__(self, *args, compile=True, dtype=None, **kwargs):
         backbone_policy = self.backbone.dtype_policy.name
@@ -589,7 +591,9 @@ class Task(
                 (None, element if isinstance(element, dict) else element[0])
                 for element in self._bucketed_raw_dataset(x).as_numpy_iterator()
             )
-            return self._predict_batches(batches, None, None, verbose, callbacks)
+            return bucketed_predict.run_batches(
+                self, batches, None, None, verbose, callbacks
+            )
         features = self._raw_arrays(x)[0]
         return self.predict_features(features, batch_size, verbose, callbacks)
 
@@ -606,121 +610,9 @@ class Task(
             features, batch_size, self._sequence_length
         )
         steps = -(-count // batch_size)
-        return self._predict_batches(batches, count, steps, verbose, callbacks, model)
-
-    def _predict_batches(self, batches, count, steps, verbose, callbacks, model=None):
-        """Runs `(row_index, features)` batches; outputs in input order.
-
-        `row_index` None means the batches are already in order (a dataset).
-        """
-        verbose = 1 if verbose == "auto" else verbose
-        callbacks = keras.callbacks.CallbackList(
-            callbacks,
-            add_progbar=verbose != 0,
-            verbose=verbose,
-            epochs=1,
-            steps=steps,
-            model=self,
+        return bucketed_predict.run_batches(
+            self, batches, count, steps, verbose, callbacks, model
         )
-        done = self.__dict__.get("_kbert_rows_predicted", 0)
-        forward = self._inference_function(model or self, done + (count or 0))
-        axis = self.output_sequence_axis
-        full = self._sequence_length
-
-        def restore(value, rows, mask):
-            """Drop padding rows; zero padding tokens and pad them back to `full`."""
-            value = value[:rows]
-            if axis is None:
-                return value
-            mask = np.expand_dims(mask, tuple(range(1, axis)))
-            mask = np.expand_dims(mask, tuple(range(axis + 1, value.ndim)))
-            value = np.where(mask.astype(bool), value, np.zeros((), value.dtype))
-            return length_batching.pad_to_length(value, axis, full)
-
-        pieces = []
-        callbacks.on_predict_begin()
-        for step, (index, features) in enumerate(batches):
-            callbacks.on_predict_batch_begin(step)
-            rows = len(index) if index is not None else None
-            mask = np.asarray(features["padding_mask"])[:rows]
-            restore_rows = functools.partial(restore, rows=rows, mask=mask)
-            outputs = keras.tree.map_structure(restore_rows, forward(features))
-            pieces.append((index, outputs))
-            done += len(mask)
-            callbacks.on_predict_batch_end(step, {"outputs": outputs})
-        callbacks.on_predict_end()
-        self.__dict__["_kbert_rows_predicted"] = done  # untracked, as the functions
-        if not pieces:
-            return self._empty_outputs()
-        if count is None:
-            return keras.tree.map_structure(
-                lambda *values: np.concatenate(values), *[p[1] for p in pieces]
-            )
-
-        def scatter(*values):
-            result = np.empty((count,) + values[0].shape[1:], values[0].dtype)
-            for (index, _), value in zip(pieces, values):
-                result[index] = value
-            return result
-
-        return keras.tree.map_structure(scatter, *[p[1] for p in pieces])
-
-    def _empty_outputs(self):
-        """Outputs of no samples: zero rows, the shapes `predict` gives otherwise."""
-        full = self._sequence_length
-
-        def empty(tensor):
-            shape = tuple(full if d is None else d for d in tensor.shape[1:])
-            return np.zeros((0,) + shape, keras.backend.standardize_dtype(tensor.dtype))
-
-        return keras.tree.map_structure(empty, self.output)
-
-    def _inference_function(self, model, rows=None):
-        """`features -> NumPy outputs` of `model` (this task, or a model over
-        its layers), compiled as `compile()` chose (by default XLA on JAX, and
-        on TensorFlow for float32 once this task will have predicted `rows`
-        rows: `fastest_jit_compile`; eager on torch), one program per shape."""
-        jit_compile = getattr(self, "_inference_jit_compile", "auto")
-        if jit_compile == "auto":
-            policy = self.backbone.dtype_policy
-            jit_compile = fastest_jit_compile(policy, training=False, rows=rows)
-        backend = keras.backend.backend()
-        if backend == "tensorflow":
-            import tensorflow as tf  # lazy: only on the TensorFlow backend
-
-            cache = model.__dict__.setdefault("_kbert_inference", {})
-            if jit_compile not in cache:
-                cache[jit_compile] = tf.function(
-                    lambda x: model(x, training=False),
-                    jit_compile=jit_compile,
-                    reduce_retracing=True,
-                )
-            function = cache[jit_compile]
-            return lambda x: keras.tree.map_structure(lambda t: t.numpy(), function(x))
-        if backend == "jax":
-            import jax  # lazy: the JAX backend only
-
-            def call(trainable, non_trainable, x):
-                return model.stateless_call(trainable, non_trainable, x, training=False)[0]
-
-            cache = model.__dict__.setdefault("_kbert_inference", {})
-            if jit_compile not in cache:
-                cache[jit_compile] = jax.jit(call) if jit_compile else call
-            function = cache[jit_compile]
-            trainable = [v.value for v in model.trainable_variables]
-            non_trainable = [v.value for v in model.non_trainable_variables]
-            return lambda x: keras.tree.map_structure(
-                np.asarray, function(trainable, non_trainable, x)
-            )
-        import torch  # lazy: the torch backend only
-
-        def run(x):
-            x = {name: torch.from_numpy(np.asarray(value)) for name, value in x.items()}
-            with torch.no_grad():
-                outputs = model(x, training=False)
-            return keras.tree.map_structure(lambda t: t.detach().cpu().numpy(), outputs)
-
-        return run
 
     # === Long texts: windows ===
 
@@ -816,7 +708,7 @@ class Task(
     def join_windows(self, outputs, windows, count):
         """Window outputs -> one per text: the mean of its windows' outputs,
         or for per-token outputs each token from its best window
-        (`kbert.tasks.windows.stitch`)."""
+        (`kbert.models.windows.stitch`)."""
         index = windows["example_index"]
         axis = self.output_sequence_axis
         if axis is None:

@@ -5,7 +5,7 @@ import numpy as np
 
 from kbert.layers.pooling import SentencePooling
 from kbert.models.task import Task, backbone_inputs
-from kbert.tasks.windows import mean_per_example
+from kbert.models.windows import mean_per_example
 
 
 @keras.saving.register_keras_serializable(package="kbert")
@@ -28,6 +28,9 @@ class BertTextEmbedder(Task):
 
     # === Declarations (see `kbert.models.preset_io.PresetMixin`) ===
     task_name = "text_embedder"
+    agreement = "cosine"
+    mediapipe_task = "TextEmbedder"
+    mediapipe_outputs = {"embeddings": "embedding"}
 
     def export_outputs(self, outputs):
         return {"embeddings": outputs}

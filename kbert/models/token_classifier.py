@@ -4,14 +4,14 @@ import keras
 import numpy as np
 from keras import ops
 
+from kbert.models import token_alignment
 from kbert.models.backbone import INPUT_NAMES
+from kbert.models.bio import bio_to_spans, word_offsets
 from kbert.models.heads import classifier_head, label_names
 from kbert.models.target_checks import TargetRule
 from kbert.models.task import Task, backbone_inputs
-from kbert.tasks import token_alignment
-from kbert.tasks.bio import bio_to_spans, word_offsets
-from kbert.tasks.token_accuracy import TokenAccuracy
-from kbert.tasks.windows import piece_windows, stitch
+from kbert.models.token_accuracy import TokenAccuracy
+from kbert.models.windows import piece_windows, stitch
 
 IGNORE_LABEL = token_alignment.IGNORE_LABEL
 
@@ -32,7 +32,7 @@ class BertTokenClassifier(Task):
     piece and the other pieces get -100 (Hugging Face's
     `is_split_into_words=True` alignment). A batched `tf.data.Dataset` gives
     `(texts, labels)`, the labels an int `(batch, max_words)` tensor padded
-    with -100 (`kbert.tasks.token_alignment.pad_word_labels` makes one).
+    with -100 (`kbert.models.token_alignment.pad_word_labels` makes one).
     `predict_words` and `predict_entities` turn logits back into one label
     per word and into entity spans (long texts read whole with
     `long_texts="windows"`, as `predict` reads them).
@@ -50,8 +50,8 @@ class BertTokenClassifier(Task):
     hf_architecture = "BertForTokenClassification"
     hf_heads = ("classifier",)
     hf_pooler = False
-    per_token_outputs = True
-    output_sequence_axis = 1
+    sequence_outputs = ("logits", "probabilities")
+    agreement = "argmax_per_token"
 
     def export_outputs(self, outputs):
         return {"logits": outputs, "probabilities": ops.softmax(outputs, axis=-1)}

@@ -6,8 +6,8 @@ from kbert.preprocessing import hf_tokenizer_files, packer
 from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_backend
 from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.sources import resolve_source
-from kbert.tasks.long_texts import warn_truncated
 from kbert.utils.artifact_kinds import check_target
+from kbert.utils.long_texts import warn_truncated
 
 
 def _is_segment_list(x):

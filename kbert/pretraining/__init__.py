@@ -38,7 +38,7 @@ lazy_package(
         ],
         "kbert.pretraining.data_creation": ["create_pretraining_data"],
         "kbert.pretraining.dataset": ["pretraining_dataset"],
-        "kbert.pretraining.distribution": [
+        "kbert.distributed.strategies": [
             "bert_layout_map",
             "data_parallel",
             "mirrored_strategy",

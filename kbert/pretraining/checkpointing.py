@@ -20,8 +20,8 @@ import tempfile
 import keras
 import numpy as np
 
+from kbert.distributed import cluster
 from kbert.models.divergence import StopOnNonFiniteLoss, TrainingDivergedError
-from kbert.utils import cluster
 from kbert.utils.atomic import atomic_directory
 
 _NAME = re.compile(r"^ckpt-(\d+)$")

@@ -75,7 +75,7 @@ class PretrainingConfig:
     model_parallel_size: int = 2
     seed: int = 0
     quiet: bool = False
-    # Multi-process jobs (JAX; see kbert.utils.cluster): None reads the environment.
+    # Multi-process jobs (JAX; see kbert.distributed.cluster): None reads the environment.
     coordinator: str = None  # host:port of process 0
     num_processes: int = None
     process_id: int = None

@@ -21,6 +21,7 @@ import time
 import keras
 
 from kbert.data import wikipedia_articles
+from kbert.distributed import cluster, strategies
 from kbert.models.backbone import BertBackbone
 from kbert.models.pretrainer import BertPretrainer
 from kbert.optimization.optimizers import bert_optimizer
@@ -28,7 +29,6 @@ from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.preprocessing.vocabulary import train_vocabulary
 from kbert.presets.kbert_format import save_kbert_preset
-from kbert.pretraining import distribution
 from kbert.pretraining.config import PretrainingConfig  # noqa: F401 (its home)
 from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import pretraining_dataset, read_metadata
@@ -36,7 +36,6 @@ from kbert.pretraining.documents import documents_from_texts, read_documents
 from kbert.pretraining.evaluation import majority_baseline
 from kbert.pretraining.learning_curve import plot_learning_curve
 from kbert.pretraining.training import METRICS_FILE, pretrain
-from kbert.utils import cluster
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory, atomic_file
 
@@ -265,16 +264,16 @@ def _texts(documents):
 def _distribution(config):
     """Sets a JAX distribution, or returns a TF strategy to build under."""
     if config.distribution == "mirrored":
-        return distribution.mirrored_strategy()
+        return strategies.mirrored_strategy()
     if config.distribution == "multi_worker_mirrored":
-        return distribution.multi_worker_mirrored_strategy()
+        return strategies.multi_worker_mirrored_strategy()
     if config.distribution in ("none", "data_parallel") and cluster.process_count() > 1:
-        return distribution.job_data_parallel()
+        return strategies.job_data_parallel()
     if config.distribution == "data_parallel":
-        keras.distribution.set_distribution(distribution.data_parallel())
+        keras.distribution.set_distribution(strategies.data_parallel())
     elif config.distribution == "model_parallel":
         keras.distribution.set_distribution(
-            distribution.model_parallel(config.model_parallel_size)
+            strategies.model_parallel(config.model_parallel_size)
         )
     return None
 

@@ -15,9 +15,9 @@ import warnings
 import keras
 import numpy as np
 
+from kbert.distributed import cluster, tf_multi_worker
 from kbert.pretraining.checkpointing import StopOnNaN, TrainingCheckpoint
 from kbert.pretraining.dataset import count_records, pretraining_dataset
-from kbert.utils import cluster, tf_multi_worker
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -100,7 +100,7 @@ def pretrain(
             multi-process job process 0 alone writes them, and `run_dir`
             must be on a file system all processes see.
 
-    In a multi-process job (`kbert.utils.cluster.join_cluster` and
+    In a multi-process job (`kbert.distributed.cluster.join_cluster` and
     `distribution.data_parallel()` on JAX, or a pretrainer built in
     `distribution.multi_worker_mirrored_strategy()`'s scope), every process
     runs `pretrain` with the same arguments and reads its own shard of `data` (see

@@ -45,7 +45,7 @@ else:
         }
     )
 
-from kbert.utils import cluster, tf_multi_worker  # noqa: E402
+from kbert.distributed import cluster, tf_multi_worker  # noqa: E402
 
 if BACKEND == "jax":
     cluster.join_cluster(f"127.0.0.1:{os.environ['KBERT_TEST_PORT']}", 2, PROCESS_ID)
@@ -57,6 +57,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import kbert  # noqa: E402
+from kbert.distributed import strategies  # noqa: E402
 from kbert.finetuning.classifier_training import (  # noqa: E402
     _shard,
     build_classifier,
@@ -64,7 +65,6 @@ from kbert.finetuning.classifier_training import (  # noqa: E402
 )
 from kbert.finetuning.recipe import FinetuneRecipe  # noqa: E402
 from kbert.optimization.optimizers import bert_optimizer  # noqa: E402
-from kbert.pretraining import distribution  # noqa: E402
 from kbert.pretraining.dataset import pretraining_dataset  # noqa: E402
 from kbert.pretraining.training import pretrain  # noqa: E402
 
@@ -133,7 +133,7 @@ def data_parallel():
     """A context in which models are built data parallel over the job."""
     if BACKEND == "tensorflow":
         return cluster_strategy.scope()
-    keras.distribution.set_distribution(distribution.data_parallel())
+    keras.distribution.set_distribution(strategies.data_parallel())
     return contextlib.nullcontext()
 
 
@@ -161,7 +161,7 @@ if PHASE == "reference" or (PHASE == "train" and BACKEND == "jax" and PROCESS_ID
     # in a job of its own: it normalizes the MLM loss per replica, as the
     # multi-worker job does (and BERT did per TPU core).
     if BACKEND == "tensorflow":
-        reference_scope = distribution.mirrored_strategy().scope
+        reference_scope = strategies.mirrored_strategy().scope
     else:
         reference_scope = contextlib.nullcontext
     with reference_scope():
@@ -216,7 +216,7 @@ if PHASE == "train":
     result["seconds"]["finetuning"] = round(time.monotonic() - START)
 
 if PHASE == "train" and BACKEND == "jax":
-    keras.distribution.set_distribution(distribution.model_parallel(4))
+    keras.distribution.set_distribution(strategies.model_parallel(4))
     backbone = pretrainer().backbone
     backbone.set_weights(backbone_initial)
     kernel = next(

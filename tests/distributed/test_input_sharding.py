@@ -8,10 +8,10 @@ import keras
 import numpy as np
 import pytest
 
+from kbert.distributed.cluster import cluster_settings, shard_rows
+from kbert.distributed.tf_multi_worker import tf_config_workers
 from kbert.pretraining.data_creation import create_pretraining_data
 from kbert.pretraining.dataset import pretraining_dataset, read_metadata
-from kbert.utils.cluster import cluster_settings, shard_rows
-from kbert.utils.tf_multi_worker import tf_config_workers
 from tests.pretraining.pretraining_helpers import ToyTokenizer, synthetic_documents
 
 pytestmark = pytest.mark.skipif(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kbert
-from kbert.models import length_batching
+from kbert.models import bucketed_predict, length_batching
 from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
 from tests.test_case import randomized, tiny_backbone
@@ -155,7 +155,7 @@ def test_ner_spans_and_qa_answers_equal_fixed_length(monkeypatch):
 def test_compiled_shapes_stay_bounded(monkeypatch):
     model = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
     shapes = set()
-    original = model._inference_function
+    original = bucketed_predict.inference_function
 
     def recording(*args):
         forward = original(*args)
@@ -166,7 +166,7 @@ def test_compiled_shapes_stay_bounded(monkeypatch):
 
         return run
 
-    monkeypatch.setattr(model, "_inference_function", recording)
+    monkeypatch.setattr(bucketed_predict, "inference_function", recording)
     for count in (1, 3, 7, 8, 9, 20, 33, 50):
         model.predict(random_texts(count, seed=count), batch_size=8, verbose=0)
     lengths = length_batching.bucket_lengths(SEQUENCE_LENGTH)
@@ -302,7 +302,7 @@ def test_token_labels_are_cut_with_their_batch():
     randomized(tagger)  # logits that tell labels apart
     texts = [" ".join(text.split()[:12]) for text in random_texts(16, seed=10)]
     tags = [["B-X" if i % 3 == 0 else "O" for i, _ in enumerate(t.split())] for t in texts]
-    padded = kbert.tasks.token_alignment.pad_word_labels(tags, texts, tagger.label2id)
+    padded = kbert.models.token_alignment.pad_word_labels(tags, texts, tagger.label2id)
     features, labels, _ = tagger._raw_arrays(texts, padded)
     assert labels.shape == (16, SEQUENCE_LENGTH)
     dataset = tagger._bucketed_dataset(features, labels, None, 16, shuffle=True)

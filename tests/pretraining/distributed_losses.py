@@ -33,8 +33,8 @@ if KIND == "mirrored":
     )
 
 import kbert  # noqa: E402
+from kbert.distributed import strategies  # noqa: E402
 from kbert.optimization.optimizers import bert_optimizer  # noqa: E402
-from kbert.pretraining import distribution  # noqa: E402
 
 BATCH, LENGTH, PREDICTIONS, VOCABULARY = 16, 16, 4, 64
 rng = np.random.default_rng(0)
@@ -112,7 +112,7 @@ initial = single_model.get_weights()
 results = {"single": train(single_model)}
 
 if KIND == "mirrored":
-    strategy = distribution.mirrored_strategy()
+    strategy = strategies.mirrored_strategy()
     with strategy.scope():
         model = build(jit_compile)
     model.set_weights(initial)
@@ -120,8 +120,8 @@ if KIND == "mirrored":
     results["mirrored_sharding"] = f"{strategy.num_replicas_in_sync} replicas"
 else:
     for kind, setting in (
-        ("data_parallel", distribution.data_parallel()),
-        ("model_parallel", distribution.model_parallel(model_parallel_size=4)),
+        ("data_parallel", strategies.data_parallel()),
+        ("model_parallel", strategies.model_parallel(model_parallel_size=4)),
     ):
         keras.distribution.set_distribution(setting)
         model = build(jit_compile)

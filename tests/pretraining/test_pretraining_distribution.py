@@ -50,7 +50,7 @@ def test_tf_mirrored_strategy_matches_single_device():
 def test_layout_map_shards_encoder_kernels():
     if keras.backend.backend() != "jax":
         pytest.skip("DeviceMesh layouts are for keras.distribution on JAX")
-    from kbert.pretraining.distribution import bert_layout_map
+    from kbert.distributed.strategies import bert_layout_map
 
     devices = keras.distribution.list_devices()[:1]
     mesh = keras.distribution.DeviceMesh((1, 1), ("batch", "model"), devices=devices)

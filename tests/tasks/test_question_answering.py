@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 
 import kbert
+from kbert.models import qa_decoding, qa_labels, qa_windows
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
-from kbert.tasks import qa_decoding, qa_labels, qa_windows
 from tests.tasks.hf_qa_reference import answer_chars, hf_pipeline_answer
 from tests.tasks.tasks_helpers import (
     TOLERANCE,

@@ -4,9 +4,9 @@ import pytest
 import tensorflow as tf
 
 import kbert
+from kbert.models import token_alignment
+from kbert.models.token_accuracy import TokenAccuracy
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
-from kbert.tasks import token_alignment
-from kbert.tasks.token_accuracy import TokenAccuracy
 from tests.tasks.tasks_helpers import (
     TOLERANCE,
     VOCABULARY,

@@ -9,11 +9,6 @@ graph's inputs and outputs by its role, and the same names inside the graph.
 
 BATCH, SEQUENCE, POSITIONS = "batch", "sequence", "positions"
 
-# Outputs with one value per token: their axis after the batch (and choices)
-# is the sequence axis.
-TOKEN_LEVEL_OUTPUTS = ("start_logits", "end_logits", "sequence_output")
-TOKEN_LEVEL_TASKS = ("token_classifier",)
-
 
 def _input_axes(spec, name):
     if name == "mask_positions":
@@ -23,9 +18,9 @@ def _input_axes(spec, name):
 
 def _output_axes(spec, name):
     axes = {0: BATCH}
-    if name in TOKEN_LEVEL_OUTPUTS or spec.task in TOKEN_LEVEL_TASKS:
+    if name in spec.sequence_outputs:  # after the batch (and choices)
         axes[1 + len(spec.extra_dims)] = SEQUENCE
-    if spec.task == "masked_lm":
+    if name in spec.position_outputs:
         axes[1] = POSITIONS
     return axes
 

@@ -34,9 +34,9 @@ from kbert.export.onnx.outliers import head_matmuls, split_outlier_channels
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.verification_data import (
     checked_features,
+    inputs_of,
     representative_texts,
     token_features,
-    verification_inputs,
 )
 from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import string_list
@@ -153,14 +153,9 @@ def calibration_feeds(model, spec, count=CALIBRATION_TEXTS, texts=None):
             "Quantization calibrates on real text: the model needs a preprocessor."
         )
     texts = string_list(texts or representative_texts(count), "calibration texts")
-    inputs = {spec.text_inputs[0]: texts}
-    if len(spec.text_inputs) == 2 and spec.task != "multiple_choice":
-        inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
-    elif spec.task == "multiple_choice":
-        inputs = verification_inputs(spec, min(count, len(texts)))
     features = checked_features(
         model,
-        token_features(model.preprocessor, spec, inputs),
+        token_features(model.preprocessor, spec, inputs_of(spec, texts)),
         "The calibration texts, tokenized by the model's preprocessor",
     )
     mask = np.asarray(features["padding_mask"])

@@ -70,7 +70,7 @@ def tflite_agreement(model, spec, path, options, min_agreement, count=None):
         )
 
         def run(batch, rows):
-            return run_tokens(runner, flavour, batch)
+            return run_tokens(runner, spec, flavour, batch)
 
     value, kind, diffs = agreement.measure_agreement(
         model, spec, run, features, cut=flavour != "string" and static_length <= 0

@@ -37,6 +37,7 @@ from kbert.export.tflite.runner import TFLiteRunner, tflite_custom_ops
 from kbert.export.tflite.verification import verify_tflite
 from kbert.export.verification_data import (
     checked_features,
+    inputs_of,
     pad_to,
     representative_texts,
     texts_to_features,
@@ -46,9 +47,6 @@ from kbert.utils.atomic import atomic_file
 from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import string_list
 
-# The tasks MediaPipe Tasks / the TFLite Task Library run: TextClassifier,
-# BertQuestionAnswerer, TextEmbedder.
-MEDIAPIPE_TASKS = ("classifier", "question_answerer", "text_embedder")
 # Custom ops of tensorflow-text's TFLite registrar (`SELECT_TFTEXT_OPS`).
 TF_TEXT_TFLITE_OPS = frozenset(
     [
@@ -200,11 +198,13 @@ def _options(model, spec, flavour, quantization, sequence_length, batch_size):
             f'flavour="{flavour}" needs the model\'s preprocessor (its vocabulary '
             'and sequence length); attach one or use flavour="token_ids".'
         )
-    if flavour == "mediapipe" and spec.task not in MEDIAPIPE_TASKS:
+    if flavour == "mediapipe" and spec.mediapipe_task is None:
         raise ValueError(
-            f'flavour="mediapipe" exports {MEDIAPIPE_TASKS}; got a {spec.task}.'
+            'flavour="mediapipe" exports the models a MediaPipe task runs '
+            "(TextClassifier: classifier; BertQuestionAnswerer: question answerer; "
+            f"TextEmbedder: text embedder); got a {spec.task}."
         )
-    if flavour == "mediapipe" and spec.is_pair and spec.task == "classifier":
+    if flavour == "mediapipe" and spec.is_pair and spec.mediapipe_task == "TextClassifier":
         raise ValueError("MediaPipe's TextClassifier takes one text: no text_pairs.")
     if flavour == "mediapipe" and getattr(model, "problem_type", None) == "regression":
         raise ValueError('flavour="mediapipe" needs class probabilities, not regression.')
@@ -239,10 +239,8 @@ def _options(model, spec, flavour, quantization, sequence_length, batch_size):
 
 
 def _output_names(spec, flavour):
-    if flavour == "mediapipe" and spec.task == "classifier":
-        return ["probability"]
-    if flavour == "mediapipe" and spec.task == "text_embedder":
-        return ["embedding"]
+    if flavour == "mediapipe":
+        return [theirs for _, theirs in spec.mediapipe_outputs]
     names = list(spec.output_names)
     if flavour == "string" and spec.per_token_outputs:
         names.append("token_ids")
@@ -277,11 +275,7 @@ def _endpoint(model, spec, options):
         def from_mediapipe_ids(inputs):
             features = {MEDIAPIPE_INPUTS[name]: value for name, value in inputs.items()}
             outputs = forward(model, features)
-            if spec.task == "classifier":
-                return {"probability": outputs["probabilities"]}
-            if spec.task == "text_embedder":
-                return {"embedding": outputs["embeddings"]}
-            return outputs
+            return {theirs: outputs[ours] for ours, theirs in spec.mediapipe_outputs}
 
         return from_mediapipe_ids, signature
     signature = {}
@@ -358,10 +352,7 @@ def _representative(model, spec, options):
         options.get("representative_texts") or representative_texts(),
         "representative_texts",
     )
-    inputs = {name: texts for name in spec.text_inputs[:1]}
-    if spec.is_pair or spec.task == "question_answerer":
-        inputs = {spec.text_inputs[0]: texts[:-1], spec.text_inputs[1]: texts[1:]}
-    features, _ = texts_to_features(model.preprocessor, spec, inputs)
+    features, _ = texts_to_features(model.preprocessor, spec, inputs_of(spec, texts))
     what = "representative_texts, tokenized by the model's preprocessor"
     checked_features(model, features, what)
     if options["sequence_length"]:
@@ -416,11 +407,11 @@ def _mediapipe_metadata(model_bytes, model, spec):
         outputs,
         name=f"kbert {type(model).__name__}",
         description=f"A kbert {spec.task} with BERT tokenizer metadata.",
-        labels=spec.labels if spec.task == "classifier" else None,
+        labels=spec.labels or None,
     )
     vocabulary = "\n".join(model.preprocessor.tokenizer.get_vocabulary()) + "\n"
     files = {"vocab.txt": vocabulary.encode("utf-8")}
-    if spec.task == "classifier":
+    if spec.labels:
         files["labels.txt"] = ("\n".join(spec.labels) + "\n").encode("utf-8")
     return tflite_metadata.populate(model_bytes, metadata, files)
 

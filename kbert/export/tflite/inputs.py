@@ -2,7 +2,8 @@
 `kbert verify` all feed them and read back.
 
 The `"mediapipe"` flavour names its inputs and outputs as MediaPipe Tasks
-and the TFLite Task Library expect (`MEDIAPIPE_INPUTS`, `MEDIAPIPE_OUTPUTS`);
+and the TFLite Task Library expect (`MEDIAPIPE_INPUTS`; outputs as the model
+class declares, `mediapipe_outputs`);
 the `"string"` flavour tokenizes with tf-text's TFLite tokenizer
 (`tflite_preprocessor`).
 """
@@ -19,8 +20,6 @@ MEDIAPIPE_INPUTS = {
     "mask": "padding_mask",
     "segment_ids": "segment_ids",
 }
-# MediaPipe-flavour output names -> the kbert names of `ExportSpec`.
-MEDIAPIPE_OUTPUTS = {"probability": "probabilities", "embedding": "embeddings"}
 
 
 def tflite_preprocessor(preprocessor, sequence_length=None):
@@ -121,7 +120,7 @@ def run_rows(runner, feeds):
     return {k: np.concatenate([o[k] for o in outputs]) for k in outputs[0]}
 
 
-def run_tokens(runner, flavour, features):
+def run_tokens(runner, spec, flavour, features):
     """Token features (kbert names) through a token-id flavour's file.
 
     Returns `(outputs, features_used)`: inputs are padded to a static
@@ -129,7 +128,8 @@ def run_tokens(runner, flavour, features):
 
     Example:
     >>> from kbert.export.tflite.runner import TFLiteRunner
-    >>> outputs, used = run_tokens(TFLiteRunner(tflite_file), "token_ids", token_inputs)
+    >>> runner = TFLiteRunner(tflite_file)
+    >>> outputs, used = run_tokens(runner, spec, "token_ids", token_inputs)
     >>> sorted(outputs)
     ['logits', 'probabilities']
     """
@@ -141,7 +141,9 @@ def run_tokens(runner, flavour, features):
     if flavour == "mediapipe":
         feeds = {name: features[source] for name, source in MEDIAPIPE_INPUTS.items()}
     outputs = run_rows(runner, feeds)
-    outputs = {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in outputs.items()}
+    if flavour == "mediapipe":
+        kbert_names = {theirs: ours for ours, theirs in spec.mediapipe_outputs}
+        outputs = {kbert_names[k]: v for k, v in outputs.items()}
     return outputs, features
 
 

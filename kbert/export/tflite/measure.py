@@ -9,7 +9,6 @@ import numpy as np
 from kbert.export.report import first_row, median_seconds
 from kbert.export.tflite.inputs import (
     MEDIAPIPE_INPUTS,
-    MEDIAPIPE_OUTPUTS,
     deployment_preprocessor,
     run_rows,
     run_tokens,
@@ -27,7 +26,7 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     got, used, seconds, name = _run(artifact, record, model, spec, texts, features, repeats)
     flavour = record.get("flavour")
     result = {
-        "outputs": {MEDIAPIPE_OUTPUTS.get(k, k): v for k, v in got.items()},
+        "outputs": got,
         "features": used,
         "seconds": seconds,
         "runtime": name,
@@ -64,7 +63,7 @@ def _bound(record):
 
 def _run(path, record, model, spec, texts, features, repeats):
     flavour = record.get("flavour", "token_ids")
-    if flavour == "mediapipe" and spec.task == "classifier":
+    if flavour == "mediapipe" and spec.mediapipe_task == "TextClassifier":
         classifier = MediaPipeClassifierRunner(path)
         try:
             got, _ = classifier(texts["text"])
@@ -85,7 +84,7 @@ def _run(path, record, model, spec, texts, features, repeats):
         got = run_rows(runner, feeds)
         seconds = median_seconds(lambda: runner(first_row(feeds)), repeats=repeats)
         return got, features, seconds, runtime
-    got, used = run_tokens(runner, flavour, features)
+    got, used = run_tokens(runner, spec, flavour, features)
     one = first_row(used)
     if flavour == "mediapipe":
         one = {name: one[source] for name, source in MEDIAPIPE_INPUTS.items()}

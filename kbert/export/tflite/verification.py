@@ -120,7 +120,7 @@ def verify_tflite(model, spec, path, options):
     diffs = {}
     agreement = []
     for batch in data.token_batches:
-        got, used = run_tokens(runner, flavour, batch)
+        got, used = run_tokens(runner, spec, flavour, batch)
         want = keras_outputs(model, used)
         if flavour == "mediapipe":  # one output per task: compare that one
             want = {k: v for k, v in want.items() if k in got}
@@ -133,7 +133,7 @@ def verify_tflite(model, spec, path, options):
         summary["argmax_agreement"] = float(np.mean(agreement))
     if flavour == "mediapipe":
         summary["metadata"] = _check_metadata(path, spec)
-        if spec.task == "classifier":
+        if spec.mediapipe_task == "TextClassifier":  # the task with a Python runner
             summary["mediapipe"] = _verify_mediapipe(model, spec, path, bound, relative)
         summary["tokenizer_divergence"] = _divergence(
             model, spec, path, options, bound, relative
@@ -172,7 +172,7 @@ def _divergence(model, spec, path, options, bound, relative):
     entry = tokenizer_divergence(own.tokenizer, deployment.tokenizer, name)
     texts = list(DIVERGENCE_TEXTS)
     got = None
-    if flavour == "mediapipe" and spec.task == "classifier":
+    if flavour == "mediapipe" and spec.mediapipe_task == "TextClassifier":
         classifier = MediaPipeClassifierRunner(path)
         try:
             got, _ = classifier(texts)
@@ -237,9 +237,7 @@ def _check_metadata(path, spec):
     inputs = sorted(t.name.decode() for t in subgraph.inputTensorMetadata)
     outputs = sorted(t.name.decode() for t in subgraph.outputTensorMetadata)
     files = sorted(associated_files(model_bytes))
-    expected_files = (
-        ["labels.txt", "vocab.txt"] if spec.task == "classifier" else ["vocab.txt"]
-    )
+    expected_files = ["labels.txt", "vocab.txt"] if spec.labels else ["vocab.txt"]
     if inputs != ["ids", "mask", "segment_ids"] or files != expected_files:
         raise checks.ExportVerificationError(
             f"MediaPipe metadata names inputs {inputs} and files {files}."

@@ -137,7 +137,7 @@ def decode_answers(
         "score"}`, best first; `context[start:end] == answer`.
 
     Example:
-    >>> from kbert.tasks.qa_windows import question_windows
+    >>> from kbert.models.qa_windows import question_windows
     >>> windows = question_windows(tokenizer, tf.constant(["who wrote?"]),
     ...                            tf.constant(["Ada wrote notes"]), 16, 4)
     >>> windows = {name: value.numpy() for name, value in windows.items()}

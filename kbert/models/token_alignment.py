@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from kbert.tasks.long_texts import warn_truncated
+from kbert.utils.long_texts import warn_truncated
 
 IGNORE_LABEL = -100
 NO_WORD = -1

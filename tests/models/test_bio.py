@@ -1,6 +1,6 @@
 import pytest
 
-from kbert.tasks.bio import bio_to_spans, word_offsets
+from kbert.models.bio import bio_to_spans, word_offsets
 
 TEXT = "Ada Lovelace met  Charles Babbage in London ."
 WORDS = ["Ada", "Lovelace", "met", "Charles", "Babbage", "in", "London", "."]

@@ -66,7 +66,7 @@ def join():
     if keras.backend.backend() != "tensorflow":
         raise ValueError(
             "MultiWorkerMirroredStrategy needs the TensorFlow backend "
-            "(KERAS_BACKEND=tensorflow); on JAX use kbert.utils.cluster.join_cluster."
+            "(KERAS_BACKEND=tensorflow); on JAX use kbert.distributed.cluster.join_cluster."
         )
     if tf_config_workers() is None:
         raise ValueError(

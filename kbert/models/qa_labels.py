@@ -20,7 +20,7 @@ def answer_positions(windows, answer_starts, answer_ends):
         `(start_positions, end_positions)`, int32 `(windows,)` each.
 
     Example:
-    >>> from kbert.tasks.qa_windows import question_windows
+    >>> from kbert.models.qa_windows import question_windows
     >>> windows = question_windows(tokenizer, tf.constant(["who?"]),
     ...                            tf.constant(["ada wrote"]), 16, 4)
     >>> starts, ends = answer_positions(windows, tf.constant([0]), tf.constant([3]))

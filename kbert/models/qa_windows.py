@@ -9,8 +9,8 @@ until one reaches the end of the context. TensorFlow ops, so it runs inside
 `tf.data` (training) as well as eagerly (`BertQuestionAnswerer.answer`).
 """
 
-from kbert.tasks.long_texts import warn_long_questions
-from kbert.tasks.windows import piece_windows
+from kbert.models.windows import piece_windows
+from kbert.utils.long_texts import warn_long_questions
 
 
 def default_doc_stride(sequence_length):

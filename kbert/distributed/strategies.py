@@ -12,7 +12,7 @@ See `kbert/pretraining/README.md` for launching on GPU and TPU hosts.
 
 import keras
 
-from kbert.utils import tf_multi_worker
+from kbert.distributed import tf_multi_worker
 
 # Column-parallel kernels split their output features, row-parallel ones their
 # input features, so the pair around each nonlinearity needs no gather between.
@@ -45,7 +45,7 @@ def data_parallel(devices=None):
     """`keras.distribution.DataParallel` over `devices` (default: all).
 
     Set it before building the model; batches are split over devices. In a
-    multi-process job (`kbert.utils.cluster.join_cluster`) the devices are
+    multi-process job (`kbert.distributed.cluster.join_cluster`) the devices are
     those of all processes, and each process feeds its own share of every
     global batch: kbert's datasets shard themselves per process
     (`pretraining_dataset(num_shards=...)`), so Keras' own re-sharding of
@@ -122,7 +122,7 @@ def multi_worker_mirrored_strategy():
     Every worker runs the same program with its own `TF_CONFIG`; build and
     compile the model inside `strategy.scope()`. kbert's training loops feed
     each worker its own shard of every global batch (see
-    `kbert.utils.tf_multi_worker`); process 0 writes checkpoints and logs.
+    `kbert.distributed.tf_multi_worker`); process 0 writes checkpoints and logs.
 
     Example:
     >>> # Needs KERAS_BACKEND=tensorflow and TF_CONFIG naming two or more workers.

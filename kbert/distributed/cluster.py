@@ -10,7 +10,7 @@ each one the job's shape, by flags or environment:
   `JAX_PROCESS_ID`. With `multi_process=True` and nothing else, JAX finds the
   shape itself (Cloud TPU pod slices, SLURM, Open MPI).
 - TensorFlow: `TF_CONFIG`; joining creates the job's
-  `tf.distribute.MultiWorkerMirroredStrategy` (`kbert.utils.tf_multi_worker`).
+  `tf.distribute.MultiWorkerMirroredStrategy` (`kbert.distributed.tf_multi_worker`).
 
 Process 0 is the chief: it alone writes checkpoints, logs and models.
 """
@@ -20,7 +20,7 @@ import os
 
 import keras
 
-from kbert.utils import tf_multi_worker
+from kbert.distributed import tf_multi_worker
 
 _KERAS_ENV = (
     "KERAS_DISTRIBUTION_JOB_ADDRESSES",

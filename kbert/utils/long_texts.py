@@ -5,7 +5,7 @@ to the model's `sequence_length` and says so with one `TruncationWarning` per
 call; `long_texts="windows", stride=S` reads each text whole, in windows of
 `sequence_length` whose consecutive windows share `S` word pieces (the
 `stride` of Hugging Face `tokenizers`' overflowing tokens), and puts the
-windows' outputs back together per text (`kbert.tasks.windows`).
+windows' outputs back together per text (`kbert.models.windows`).
 """
 
 import contextlib
@@ -240,7 +240,7 @@ def _user_stacklevel():
     packages (Keras, TensorFlow), so that the warning names the user's line."""
     inside = tuple(  # kbert's directory, and the installed packages' (Keras')
         os.path.dirname(os.path.dirname(module.__file__)) + os.sep
-        for module in (sys.modules["kbert.tasks"], keras)
+        for module in (sys.modules["kbert.utils"], keras)
     )
     frame, level = sys._getframe(2), 2
     while frame is not None and frame.f_code.co_filename.startswith(inside):
