@@ -1,6 +1,5 @@
 """Task: the base of every kbert task model (a backbone plus a head)."""
 
-
 import keras
 import numpy as np
 
