@@ -6,6 +6,7 @@ backbone, the rest to the task), and task arguments read from the checkpoint
 (e.g. `num_classes` from a classifier head).
 """
 
+import difflib
 import inspect
 import logging
 
@@ -109,29 +110,54 @@ def task_arguments(cls, stored, overrides, source):
             f"{', '.join(missing)}; pass it, e.g. "
             f"{cls.__name__}.from_preset(..., {missing[0]}=...)."
         )
-    unknown = sorted(set(arguments) - set(parameters) - MODEL_ARGUMENTS)
-    if unknown:
-        raise ValueError(
-            f"{cls.__name__}.from_preset got unknown arguments {unknown}; it takes "
-            f"backbone config keys {sorted(backbone_keys())} and its own arguments "
-            f"{sorted(set(parameters) - {'backbone'})}."
-        )
     return arguments, not conflicts
 
 
-def refuse_unused(cls, overrides):
-    """Raises when backbone loading left overrides nobody takes.
+def accepted_arguments(cls):
+    """The `from_preset` overrides `cls` takes: backbone config keys, and a
+    task's own arguments.
 
     Example:
-    >>> refuse_unused(kbert.BertBackbone, {"num_classes": 2})
+    >>> "num_classes" in accepted_arguments(kbert.BertClassifier)
+    True
+    """
+    if issubclass(cls, BertBackbone):
+        return backbone_keys()
+    return backbone_keys() | MODEL_ARGUMENTS | (set(task_parameters(cls)) - {"backbone"})
+
+
+def check_overrides(cls, overrides, preprocessor_keys=(), no_preprocessor=None):
+    """Raises a `ValueError` for an override that neither the backbone config,
+    `cls` nor its preprocessor (`preprocessor_keys`) takes, naming the closest
+    valid name. `no_preprocessor` says why preprocessor keys go unused.
+
+    Every checkpoint format goes through this (`kbert.presets.formats.load_preset`).
+
+    Example:
+    >>> check_overrides(kbert.BertClassifier, {"num_clases": 5})
     Traceback (most recent call last):
     ...
-    ValueError: BertBackbone.from_preset got unknown arguments ['num_classes']; ...
+    ValueError: num_clases is not an argument of ...; did you mean num_classes? ...
     """
-    if overrides:
+    valid, keys = accepted_arguments(cls), backbone_keys()
+    problems = []
+    for name in sorted(set(overrides) - valid):
+        if name in preprocessor_keys:
+            if no_preprocessor:
+                problems.append(f"{name} sets the preprocessor, but {no_preprocessor}")
+            continue
+        close = difflib.get_close_matches(name, sorted(valid | set(preprocessor_keys)), 1)
+        hint = f"; did you mean {close[0]}?" if close else "."
+        problems.append(f"{name} is not an argument of {cls.__name__}.from_preset{hint}")
+    if problems:
+        unknown = sorted(set(overrides) - valid)
+        own = (
+            "" if issubclass(cls, BertBackbone) else f" and its own {sorted(valid - keys)}"
+        )
+        extra = f", and {sorted(preprocessor_keys)}" if not no_preprocessor else ""
         raise ValueError(
-            f"{cls.__name__}.from_preset got unknown arguments {sorted(overrides)}; "
-            f"a backbone takes {sorted(backbone_keys())}."
+            " ".join(problems) + f" ({cls.__name__}.from_preset got unknown arguments "
+            f"{unknown}; it takes the BertBackbone config keys{own}{extra}.)"
         )
 
 
@@ -149,9 +175,7 @@ def build_model(cls, backbone_config, preprocessor, overrides, stored_arguments,
     """
     overrides = dict(overrides)
     if issubclass(cls, BertBackbone):
-        backbone = build_backbone(cls, backbone_config, overrides)
-        refuse_unused(cls, overrides)
-        return backbone, True
+        return build_backbone(cls, backbone_config, overrides), True
     backbone = build_backbone(cls.backbone_cls, backbone_config, overrides)
     arguments, head_fits = task_arguments(cls, stored_arguments, overrides, source)
     return cls(backbone=backbone, preprocessor=preprocessor, **arguments), head_fits

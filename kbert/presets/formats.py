@@ -12,6 +12,7 @@ import os
 
 from kbert.models import model_class, preset_io
 from kbert.preprocessing.preprocessor import BertPreprocessor
+from kbert.presets.assemble import check_overrides
 from kbert.presets.google import google_task, is_google_directory, load_google_preset
 from kbert.presets.huggingface import (
     hf_task,
@@ -97,6 +98,9 @@ PREPROCESSOR_OVERRIDES = (
     "normalization",
 )
 VOCABULARY_FILES = ("vocab.txt", "tokenizer.json")
+# Embedding rows a table may hold past its vocabulary: tables padded to a
+# multiple of 64 or 128 for speed (MosaicBERT: 30,528 rows, 30,522 pieces).
+PADDING_ROWS = 128
 
 
 def checkpoint_format(directory):
@@ -134,7 +138,7 @@ def load_preprocessor(directory, **overrides):
     >>> load_preprocessor(minilm_dir, sequence_length=64).sequence_length
     64
     """
-    if not any(os.path.isfile(os.path.join(directory, f)) for f in VOCABULARY_FILES):
+    if not _has_vocabulary(directory):
         return None
     return BertPreprocessor.from_preset(directory, **overrides)
 
@@ -152,16 +156,70 @@ def load_preset(cls, source, preprocessor="auto", **overrides):
     """
     directory = resolve_source(source)
     checkpoint = checkpoint_format(directory)
+    check_overrides(
+        cls,
+        overrides,
+        PREPROCESSOR_OVERRIDES,
+        _no_preprocessor(cls, directory, preprocessor),
+    )
     preprocessor_overrides = {
         key: overrides.pop(key) for key in PREPROCESSOR_OVERRIDES if key in overrides
     }
-    if preprocessor == "auto":
+    loaded_here = preprocessor == "auto"
+    if loaded_here:
         preprocessor = (
             None
             if cls.task_name == "backbone"
             else load_preprocessor(directory, **preprocessor_overrides)
         )
-    return checkpoint.load(cls, directory, preprocessor, **overrides)
+    model = checkpoint.load(cls, directory, preprocessor, **overrides)
+    if loaded_here:
+        check_vocabulary(model, directory)
+    return model
+
+
+def _has_vocabulary(directory):
+    return any(os.path.isfile(os.path.join(directory, f)) for f in VOCABULARY_FILES)
+
+
+def _no_preprocessor(cls, directory, preprocessor):
+    """Why `load_preset` loads no preprocessor to take its overrides, or None."""
+    if preprocessor != "auto":
+        return "a preprocessor was passed: set it there."
+    if cls.task_name == "backbone":
+        return (
+            f"{cls.__name__}.from_preset loads none: use "
+            "BertPreprocessor.from_preset(source, ...)."
+        )
+    if not _has_vocabulary(directory):
+        return f"{directory} holds no {' or '.join(VOCABULARY_FILES)} to build one from."
+    return None
+
+
+def check_vocabulary(model, directory):
+    """Raises a `ValueError` when the vocabulary loaded beside a checkpoint
+    does not fit its embedding table: longer (ids past the table) or shorter
+    by more than padding (a vocabulary file of another model).
+
+    Example:
+    >>> check_vocabulary(load_preset(kbert.BertMaskedLM, "splade_tiny_mlm"), "dir")
+    """
+    tokenizer = getattr(getattr(model, "preprocessor", None), "tokenizer", None)
+    backbone = getattr(model, "backbone", None)
+    if tokenizer is None or backbone is None:
+        return
+    pieces, rows = tokenizer.vocabulary_size(), backbone.vocabulary_size
+    if rows - PADDING_ROWS < pieces <= rows:
+        return
+    found = [f for f in VOCABULARY_FILES if os.path.isfile(os.path.join(directory, f))]
+    path = os.path.join(directory, found[0]) if found else f"the vocabulary of {directory}"
+    fits = "longer" if pieces > rows else "shorter"
+    raise ValueError(
+        f"{path} holds {pieces:,} word pieces, but the checkpoint's embedding table "
+        f"has {rows:,} rows (vocabulary_size): a {fits} vocabulary is another "
+        "model's and would map text to the wrong ids. Put this checkpoint's "
+        "vocabulary there, or pass preprocessor= (None for no preprocessor)."
+    )
 
 
 def load_checkpoint(source, task="auto", **overrides):

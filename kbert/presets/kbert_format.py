@@ -16,9 +16,12 @@ import numpy as np
 
 from kbert.models import MODEL_CLASSES
 from kbert.models.backbone import BertBackbone
+from kbert.presets.assemble import backbone_keys, task_arguments
 from kbert.presets.config_keys import require_config_keys
 from kbert.presets.hf_config import BACKBONE_KEYS, REQUIRED_KEYS
+from kbert.presets.weight_map import check_finite
 from kbert.utils.atomic import atomic_directory
+from kbert.utils.file_errors import open_npz
 from kbert.utils.text_files import read_json
 
 BACKBONE_CONFIG = "backbone.json"
@@ -104,8 +107,9 @@ def save_kbert_preset(model, directory):
 
 def load_head_weights(task, path):
     variables = head_variables(task)
-    with np.load(path) as stored:
+    with open_npz(path) as stored:  # names a truncated file
         keys = sorted(stored.files)
+        check_finite([(key.split(":", 1)[-1], stored[key]) for key in keys], path)
         if len(keys) != len(variables):
             raise ValueError(
                 f"{path}: holds {len(keys)} head weights {keys}, but "
@@ -129,11 +133,12 @@ def load_backbone(directory, backbone_cls, overrides):
     require_config_keys(stored, ["config"], path)
     config = dict(stored["config"])
     require_config_keys(config, REQUIRED_BACKBONE_KEYS, path)
-    for key in list(overrides):
-        if key in config and key != "name":
-            config[key] = overrides.pop(key)
+    for key in sorted(backbone_keys() & set(overrides)):
+        config[key] = overrides.pop(key)
     backbone = backbone_cls.from_config(config)
-    backbone.load_weights(os.path.join(directory, BACKBONE_WEIGHTS))
+    weights_path = os.path.join(directory, BACKBONE_WEIGHTS)
+    backbone.load_weights(weights_path)
+    check_finite([(v.path, v) for v in backbone.weights], weights_path)
     return backbone
 
 
@@ -145,26 +150,17 @@ def load_kbert_preset(cls, directory, preprocessor, **overrides):
     >>> load_kbert_preset(kbert.BertBackbone, "out/preset", None).num_layers
     2
     """
+    overrides = dict(overrides)
     if issubclass(cls, BertBackbone):
-        backbone = load_backbone(directory, cls, overrides)
-        _refuse_unused(cls, overrides)
-        return backbone
+        return load_backbone(directory, cls, overrides)
     backbone = load_backbone(directory, cls.backbone_cls, overrides)
     task_path = os.path.join(directory, TASK_CONFIG)
-    same_task = (
-        os.path.isfile(task_path) and read_json(task_path)["class_name"] == cls.__name__
-    )
-    if not same_task:
-        return cls(backbone=backbone, preprocessor=preprocessor, **overrides)
-    config = {**read_json(task_path)["config"], **overrides}
-    config.pop("name", None)
-    model = cls(backbone=backbone, preprocessor=preprocessor, **config)
-    load_head_weights(model, os.path.join(directory, TASK_WEIGHTS))
+    stored = read_json(task_path) if os.path.isfile(task_path) else {}
+    same_task = stored.get("class_name") == cls.__name__
+    stored = dict(stored.get("config", {})) if same_task else {}
+    stored.pop("name", None)
+    arguments, head_fits = task_arguments(cls, stored, overrides, directory)
+    model = cls(backbone=backbone, preprocessor=preprocessor, **arguments)
+    if same_task and head_fits:
+        load_head_weights(model, os.path.join(directory, TASK_WEIGHTS))
     return model
-
-
-def _refuse_unused(cls, overrides):
-    if overrides:
-        raise ValueError(
-            f"{cls.__name__}.from_preset got unknown arguments {sorted(overrides)}."
-        )

@@ -187,16 +187,52 @@ def load_weights(bound, reader, unused=(), what="the model"):
     )
     # Everything is read before anything is assigned: a tensor the file cannot
     # deliver (truncated data) must not leave the model half-loaded.
-    values = []
+    values, named = [], []
     for weight, variable in progress:
         name = next(name for name in weight.names if name in available)
         value = weight.transform.to_kbert(reader.read(name))
+        named.append((reader.describe(name), value))
         if keras.backend.standardize_dtype(value.dtype) != variable.dtype:
             value = keras.ops.cast(value.astype("float32"), variable.dtype)
         values.append(value)
+    check_finite(named, reader.path)
     for (_, variable), value in zip(bound, values):
         variable.assign(value)
     logger.info("Loaded %d weights from %s.", len(bound), reader.path)
+
+
+def non_finite_count(value):
+    """How many NaN or infinite entries an array holds (0 for integers)."""
+    value = np.asarray(keras.ops.convert_to_numpy(value))
+    if not np.issubdtype(value.dtype, np.floating):
+        value = value.astype("float32") if value.dtype.kind == "V" else value
+        if not np.issubdtype(value.dtype, np.floating):
+            return 0
+    return int(value.size - np.count_nonzero(np.isfinite(value)))
+
+
+def check_finite(named_values, path):
+    """Raises a `ValueError` naming each tensor of `(name, value)` pairs that
+    holds NaN or infinite values, with its count: a checkpoint saved from a
+    diverged run, or a corrupted file.
+
+    Example:
+    >>> check_finite([("pooler.dense.bias", np.array([0.0, np.nan]))], "model.safetensors")
+    Traceback (most recent call last):
+    ...
+    ValueError: model.safetensors holds non-finite weights ...: pooler.dense.bias: 1 of ...
+    """
+    bad = [
+        f"{name}: {count:,} of {np.size(value):,} values NaN or infinite"
+        for name, value in named_values
+        if (count := non_finite_count(value))
+    ]
+    if bad:
+        raise ValueError(
+            f"{path} holds non-finite weights (nothing was loaded): {'; '.join(bad)}. "
+            "It was saved from a diverged run or is corrupted: load an earlier "
+            "checkpoint."
+        )
 
 
 def export_weights(bound):

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 
 import keras
@@ -74,27 +75,59 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         return sorted(found)
 
     def restore(self, model):
-        """Loads the newest checkpoint into `model`; returns its step (0 if none)."""
+        """Loads the newest checkpoint that loads into `model`; returns its step
+        (0 if none).
+
+        A newer one that does not load (a truncated file) is skipped, saying
+        which and why; when none loads, a `ValueError` lists them all.
+        """
         found = self.checkpoints()
         if not found:
             self.step = 0
             return 0
-        step, path = found[-1]
         if model.optimizer is not None and not model.optimizer.built:
             # A tf.distribute model's optimizer variables belong to its strategy.
             strategy = getattr(model, "distribute_strategy", None)
             with strategy.scope() if strategy else contextlib.nullcontext():
                 model.optimizer.build(model.trainable_variables)
+        skipped = []
+        for step, path in reversed(found):
+            try:
+                random_state = self._load(model, path)
+            except Exception as error:  # any unreadable file: try the one before
+                reason = f"{type(error).__name__}: {str(error).strip().splitlines()[0]}"
+                skipped.append(f"{path} ({reason[:300]})")
+                if cluster.is_chief():
+                    print(
+                        f"Skipping checkpoint {path}: it does not load ({reason[:300]}).",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                continue
+            if "torch_rng" in random_state and keras.backend.backend() == "torch":
+                self._pending_torch_rng = random_state["torch_rng"]
+            self.step = self.last_saved_step = step
+            if cluster.is_chief():
+                print(f"Resumed from step {step} ({path}).", file=sys.stderr, flush=True)
+            return step
+        raise ValueError(
+            f"No checkpoint in {self.directory} loads into this model: "
+            f"{'; '.join(skipped)}. A checkpoint of another model shape does not "
+            "load: rerun with the run's arguments, or start afresh (kbert pretrain "
+            "--restart, or remove the directory)."
+        )
+
+    @staticmethod
+    def _load(model, path):
+        """Loads one checkpoint's weights and random state; returns the latter."""
+        with np.load(os.path.join(path, _RANDOM)) as stored:
+            random_state = {key: stored[key] for key in stored.files}
         model.load_weights(os.path.join(path, _WEIGHTS))
-        random_state = np.load(os.path.join(path, _RANDOM))
         for i, variable in enumerate(model.non_trainable_variables):
             key = f"v{i}"
             if key in random_state:
                 variable.assign(random_state[key])
-        if "torch_rng" in random_state and keras.backend.backend() == "torch":
-            self._pending_torch_rng = random_state["torch_rng"]
-        self.step = self.last_saved_step = step
-        return step
+        return random_state
 
     def on_train_batch_begin(self, batch, logs=None):
         # Unseeded dropout on torch draws from torch's global generator, and so

@@ -57,6 +57,13 @@ def add_pretrain_command(subparsers):
     )
     data.add_argument("--output", required=True, help="run directory")
     add_overwrite_argument(data)
+    data.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard the run already in OUTPUT (vocabulary, data, checkpoints, model) "
+        "and start afresh; without it a rerun resumes, and one with another corpus "
+        "or model shape is refused",
+    )
     data.add_argument("--vocabulary", help="an existing vocab.txt (else one is trained)")
     data.add_argument("--vocabulary-size", type=int, default=DEFAULTS["vocabulary_size"])
     data.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")

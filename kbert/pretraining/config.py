@@ -31,6 +31,7 @@ class PretrainingConfig:
     corpus: tuple
     output: str  # the run directory
     overwrite: bool = False  # write into an output holding files kbert did not write
+    restart: bool = False  # discard the run already in output and start afresh
     eval_corpus: tuple = None  # held-out text files
     eval_fraction: float = 0.1  # documents held out when there is no eval_corpus
     vocabulary: str = None  # an existing vocab.txt (else one is trained)

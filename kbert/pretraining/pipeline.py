@@ -11,9 +11,12 @@ configuration again after a crash resumes training from the last checkpoint:
 """
 
 import contextlib
+import dataclasses
+import hashlib
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -39,6 +42,126 @@ from kbert.pretraining.training import METRICS_FILE, pretrain
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory, atomic_file
 
+# What a run's vocabulary, data and variables are made of: a rerun that asks
+# for other values cannot resume it (`check_rerun`). The corpus files count by
+# content; --steps, --learning-rate and the like may change between runs.
+CORPUS_FIELDS = ("corpus", "eval_corpus", "vocabulary")
+DATA_FIELDS = (
+    "eval_fraction",
+    "vocabulary_size",
+    "cased",
+    "max_seq_length",
+    "max_predictions_per_seq",
+    "masked_lm_prob",
+    "short_seq_prob",
+    "dupe_factor",
+    "whole_word_masking",
+    "masking",
+    "seed",
+)
+MODEL_FIELDS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "optimizer")
+RUN_RECORD = os.path.join("run", "arguments.json")
+# What a run writes into its output (`--restart` removes them).
+RUN_OUTPUTS = ("vocab.txt", "data", "run", "model", "results.json", "learning_curve.png")
+
+
+def file_sha256(paths):
+    """The SHA-256 of files' contents, in order ("wikipedia" counts as its name).
+
+    Example:
+    >>> file_sha256(["wikipedia"])[:12]
+    '94ba15092540'
+    """
+    digest = hashlib.sha256()
+    for path in paths or ():
+        if path == "wikipedia" and not os.path.exists(path):
+            digest.update(b"wikipedia\0")
+            continue
+        with open(path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def run_record(config):
+    """What `check_rerun` compares: the arguments, and the corpus files' hashes.
+
+    Example:
+    >>> record = run_record(PretrainingConfig(corpus=["wikipedia"], output="out"))
+    >>> record["arguments"]["hidden_dim"], sorted(record["sha256"])
+    (256, ['corpus'])
+    """
+    arguments = dataclasses.asdict(config)
+    return {
+        "arguments": {k: arguments[k] for k in DATA_FIELDS + MODEL_FIELDS},
+        "sha256": {
+            k: file_sha256([config.vocabulary] if k == "vocabulary" else arguments[k])
+            for k in CORPUS_FIELDS
+            if arguments[k]
+        },
+        "all_arguments": arguments,
+    }
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def check_rerun(config, record):
+    """Raises a `ValueError` naming what differs when `config.output` holds a
+    run made of another corpus or model shape than `record` says.
+
+    Example:
+    >>> config = PretrainingConfig(corpus=["wikipedia"], output="out/wiki")
+    >>> check_rerun(config, run_record(config))  # no run there yet: nothing to refuse
+    """
+    path = os.path.join(config.output, RUN_RECORD)
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as file:
+        stored = json.load(file)
+    changes = [
+        f"{_flag(k)} {stored['arguments'].get(k)!r} -> {v!r}"
+        for k, v in record["arguments"].items()
+        if stored["arguments"].get(k) != v
+    ]
+    changes += [
+        f"the {_flag(k)} files' contents (SHA-256 {stored['sha256'].get(k, 'none')[:12]} "
+        f"-> {record['sha256'].get(k, 'none')[:12]})"
+        for k in CORPUS_FIELDS
+        if stored["sha256"].get(k) != record["sha256"].get(k)
+    ]
+    if changes:
+        raise ValueError(
+            f"{config.output} holds a pretraining run made with other arguments: "
+            f"{'; '.join(changes)}. Its data and checkpoints cannot be reused: rerun "
+            "with the run's arguments to resume it, add --restart to discard it and "
+            "start afresh, or pick another --output."
+        )
+
+
+def _start(config):
+    """Checks a rerun against the run in the output (or clears it: restart),
+    then records this one."""
+    record = run_record(config)
+    if config.restart:
+        if cluster.is_chief():
+            for name in RUN_OUTPUTS:
+                path = os.path.join(config.output, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                elif os.path.exists(path):
+                    os.remove(path)
+        cluster.barrier("pretraining restart")
+    else:
+        check_rerun(config, record)
+    if cluster.is_chief():
+        path = os.path.join(config.output, RUN_RECORD)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as file:
+            json.dump(record, file, indent=2)
+
 
 def run_pretraining(config):
     """Runs (or resumes) the whole pipeline; returns the results it also writes
@@ -59,6 +182,7 @@ def run_pretraining(config):
     )
     started = time.time()
     os.makedirs(config.output, exist_ok=True)
+    _start(config)
     results = _pretrain(config)
     results["wall_time_s"] = round(time.time() - started, 1)
     if cluster.is_chief():
