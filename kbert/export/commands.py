@@ -328,7 +328,9 @@ def add_verify_command(subparsers):
         "max |artifact - Keras|, agreement with Keras, batch-1 latency, and the "
         "accuracy of a classifier on labelled examples you pass with --data (none "
         "without it). A gate: each row must hold its bounds, by default the ones its "
-        "exporter verified it with; the exit status is 1 when any row misses them.",
+        "exporter verified it with; the exit status is 1 when any row misses them. "
+        "Before anything loads, each artifact's bytes are checked against the sha256 "
+        "its export record holds: a changed file is an error.",
     )
     parser.add_argument("artifacts", nargs="+", metavar="artifact")
     parser.add_argument(
@@ -383,6 +385,11 @@ def verify_command(args):
     """Runs `kbert verify`; prints the table and the rows that miss their
     bounds; returns 1 when any row misses them, else 0.
 
+    First, before loading anything, each artifact's bytes are checked
+    against the sha256 its export record holds
+    (`kbert.export.record.checked_record`): a changed, missing or unreadable
+    file raises `ValueError` naming it (`kbert verify: error: ...`, exit 1).
+
     Example:
     >>> import argparse
     >>> parser = argparse.ArgumentParser(prog="kbert")
@@ -414,8 +421,10 @@ def verify_command(args):
     )
     from kbert.presets.model_source import load_model
 
+    # Each artifact's bytes against its record's checksums, before anything loads.
+    checked = {artifact: records.checked_record(artifact) for artifact in args.artifacts}
     first = args.artifacts[0]
-    record = records.read_record(first)
+    record = checked[first][0]
     labelled = None
     if args.data:
         labelled = read_examples(
@@ -436,7 +445,13 @@ def verify_command(args):
         for runtime in artifact_runtimes(artifact):
             rows.append(
                 artifact_row(
-                    artifact, model, args.num_examples, args.repeats, runtime, **options
+                    artifact,
+                    model,
+                    args.num_examples,
+                    args.repeats,
+                    runtime,
+                    record=checked[artifact][0],
+                    **options,
                 )
             )
     rows = gate(rows, args.max_diff, args.min_agreement)
@@ -447,6 +462,9 @@ def verify_command(args):
         print(json.dumps(json_rows(rows), indent=2))
     else:
         print(report_table(rows))
+    for _, note in checked.values():
+        if note:
+            print(f"Note: {note}", file=words)
     if labelled is None:
         print(
             "No accuracy without labelled data: pass --data FILE --text-column C "

@@ -197,7 +197,13 @@ def _quality(spec, got, want, labels):
 
 
 def artifact_row(
-    artifact, model=None, num_examples=200, repeats=20, runtime=None, labelled=None
+    artifact,
+    model=None,
+    num_examples=200,
+    repeats=20,
+    runtime=None,
+    labelled=None,
+    record=None,
 ):
     """Measures one artifact against the Keras model; returns a table row.
 
@@ -214,6 +220,9 @@ def artifact_row(
             at the precision it picks for this CPU) or `"openvino_f32"`.
         labelled: `(texts, label values)` to measure accuracy on (see
             `evaluation_data`); without it, accuracy is `None`.
+        record: its export record, its bytes checked already
+            (`kbert.export.record.checked_record`); default: read and
+            checked here, before anything is loaded.
 
     Returns:
         A dict with the `COLUMNS` keys (`None` where not applicable), and
@@ -226,6 +235,8 @@ def artifact_row(
     ('onnx', True)
     """
     artifact = os.fspath(artifact)
+    if record is None:
+        record, _ = records.checked_record(artifact)
     kind = records.artifact_format(artifact)
     runtime = runtime or artifact_runtimes(artifact)[0]
     if runtime not in artifact_runtimes(artifact, installed=False):
@@ -233,15 +244,19 @@ def artifact_row(
             f"A {kind} artifact runs on {artifact_runtimes(artifact, installed=False)}; "
             f"got runtime={runtime!r}."
         )
-    record = records.read_record(artifact)
     model = _model(model, record)
     if model.preprocessor is None:
         raise ValueError("kbert verify runs real text: the model needs a preprocessor.")
     spec = export_spec(model, record.get("text_pairs"))
     texts, features, labels = evaluation_data(model, spec, num_examples, labelled)
-    measured = load(exporter_named(kind).measure)(
-        artifact, record, model, spec, texts, features, repeats, runtime
-    )
+    measure = load(exporter_named(kind).measure)
+    try:
+        measured = measure(artifact, record, model, spec, texts, features, repeats, runtime)
+    except Exception as error:  # each runtime raises its own types
+        raise ValueError(
+            f"{artifact}: {kind} on {runtime} could not load or run it "
+            f"({records.one_line(error)}); re-export it."
+        ) from error
     got, used = measured["outputs"], measured["features"]
     want = keras_outputs(model, used)
     diffs = {k: float(np.max(np.abs(got[k] - want[k]))) for k in want if k in got}
