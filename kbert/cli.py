@@ -192,6 +192,29 @@ def convert(args):
     return 0
 
 
+# Counts that must be at least 1, wherever a subcommand takes them: checked
+# before any work (0 divided by zero, or was silently replaced by a default).
+POSITIVE_FLAGS = ("batch_size", "sequence_length", "top_k", "workers", "shard_size")
+
+
+def check_positive_flags(args):
+    """Raises a `ValueError` naming the first flag of `POSITIVE_FLAGS` below 1
+    (`kbert export --batch-size` also takes 'auto' and 'dynamic').
+
+    Example:
+    >>> check_positive_flags(argparse.Namespace(batch_size=0))
+    Traceback (most recent call last):
+    ValueError: --batch-size 0: must be a whole number, at least 1.
+    """
+    for name in POSITIVE_FLAGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value.lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, int) and value < 1:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(f"{flag} {value}: must be a whole number, at least 1.")
+
+
 COMMANDS = (
     add_convert_command,
     add_finetune_command,
@@ -236,6 +259,7 @@ def main(argv=None):
     else:
         quiet_logs(verbose)
     try:
+        check_positive_flags(args)
         return args.handler(args)
     except ValueError as error:
         print(f"kbert {args.command}: error: {error}", file=sys.stderr)

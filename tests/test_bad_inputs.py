@@ -110,6 +110,85 @@ def test_raw_text_with_a_larger_preprocessor_vocabulary_is_refused():
         model.predict(["w1 w2", "w69"], verbose=0)
 
 
+# === Token-id shapes: no rows, no tokens, wrong rank, text, None ===
+
+
+def zero_rows(extra_dims=()):
+    return {k: v[:0] for k, v in token_inputs(batch=2, extra_dims=extra_dims).items()}
+
+
+TASKS = {
+    "BertBackbone": None,
+    "BertClassifier": {"num_classes": 2},
+    "BertTextEmbedder": {},
+    "BertFeatureExtractor": {"layers": [-1]},
+    "BertQuestionAnswerer": {},
+    "BertTokenClassifier": {"num_classes": 3},
+    "BertMultipleChoice": {"num_choices": 2},
+}
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_predict_refuses_zero_rows_by_name(name):
+    # Keras' predict loop failed: UnboundLocalError: batch_outputs.
+    backbone = tiny_backbone()
+    model = (
+        backbone if TASKS[name] is None else getattr(kbert, name)(backbone, **TASKS[name])
+    )
+    x = zero_rows((2,) if name == "BertMultipleChoice" else ())
+    with pytest.raises(ValueError, match=f"{name}.predict got no examples: 'token_ids'"):
+        model.predict(x, verbose=0)
+
+
+BAD_IDS = {
+    # (token_ids, message fragment)
+    "no tokens": (
+        np.zeros((1, 0), "int32"),
+        "shape (1, 0): no tokens; each row takes 1 to 24",
+    ),
+    "rank 1": (
+        np.array([2, 5, 3], "int32"),
+        "shape (3,); it takes shape (batch, sequence_length)",
+    ),
+    "strings": (np.array([["a", "b"]]), "holds <U1 values; ids are integers"),
+    "None": (
+        None,
+        "'token_ids' is None; it takes integer ids of shape (batch, sequence_length)",
+    ),
+    "too long": (
+        np.ones((1, 25), "int32"),
+        "sequence length 25, longer than max_sequence_length=24",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_IDS))
+def test_bad_token_ids_are_named(case):
+    token_ids, fragment = BAD_IDS[case]
+    backbone = tiny_backbone()
+    model = kbert.BertClassifier(backbone, num_classes=2)
+    full = {name: token_ids for name in ("token_ids", "segment_ids", "padding_mask")}
+    calls = {
+        "backbone call": lambda: backbone({"token_ids": token_ids}),
+        "backbone predict": lambda: backbone.predict({"token_ids": token_ids}, verbose=0),
+        "task call": lambda: model(full),
+        "task predict": lambda: model.predict(full, verbose=0),
+    }
+    for entry, call in calls.items():
+        with pytest.raises(ValueError) as error:
+            call()
+        message = str(error.value)
+        assert fragment in message and "Input 'token_ids'" in message, f"{entry}: {message}"
+        assert "\n" not in message, f"{entry}: {message}"  # not Keras' wrapped error
+    assert model.predict(token_inputs(), verbose=0).shape == (3, 2)
+
+
+def test_multiple_choice_names_its_id_shape():
+    model = kbert.BertMultipleChoice(tiny_backbone(), num_choices=2)
+    with pytest.raises(ValueError, match="it takes shape \\(batch, num_choices, sequence"):
+        model.predict(token_inputs(), verbose=0)
+
+
 # === The sweep: every public entry point, one bad input each ===
 # Each case: the call, the error type and a fragment of the message that
 # names the problem (input, value, position, file).
@@ -231,6 +310,13 @@ def test_bytes_are_utf8_text(models):
     np.testing.assert_allclose(got, reference["classifier"], atol=1e-6)
 
 
+@pytest.mark.parametrize("batch_size", [0, -2, 1.5])
+def test_predict_refuses_a_batch_size_below_one(models, batch_size):
+    # 0 was silently replaced by the default batch size.
+    with pytest.raises(ValueError, match=f"batch_size={batch_size}: predict takes"):
+        models[0]["classifier"].predict(GOOD_TEXTS, batch_size=batch_size, verbose=0)
+
+
 @pytest.mark.parametrize("entry", ["classifier predict", "call"])
 def test_missing_inputs_are_named(entry):
     backbone = tiny_backbone()
@@ -292,6 +378,68 @@ def test_from_preset_bad_sources(tmp_path, contents, fragment):
             (directory / name).write_text(text)
     with pytest.raises(ValueError, match=fragment):
         kbert.BertBackbone.from_preset(str(directory))
+
+
+@pytest.mark.parametrize("name", ["task.weights.npz", "backbone.weights.h5"])
+@pytest.mark.parametrize("keep", [0.5, 0])
+def test_from_preset_names_a_truncated_weights_file(tmp_path, name, keep):
+    # Was BadZipFile / EOFError / h5py's OSError, naming no file.
+    directory = tmp_path / "preset"
+    kbert.BertClassifier(tiny_backbone(), num_classes=2).save_to_preset(str(directory))
+    path = directory / name
+    with open(path, "r+b") as file:
+        file.truncate(int(path.stat().st_size * keep))
+    with pytest.raises(ValueError) as error:
+        kbert.BertClassifier.from_preset(str(directory))
+    message = str(error.value)
+    assert f"{path}: not a readable weights file" in message and "\n" not in message
+    assert isinstance(error.value, OSError)  # still an OSError for those who catch one
+
+
+# === Writes that run out of disk ===
+
+
+def test_a_write_over_the_file_size_limit_names_the_file(tmp_path):
+    # RLIMIT_FSIZE in a child process: the kernel refuses writes past it (EFBIG).
+    import subprocess
+    import sys
+
+    script = f"""
+import resource
+from kbert.utils.atomic import atomic_file
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+try:
+    with atomic_file({str(tmp_path / "big.bin")!r}) as tmp, open(tmp, "wb") as file:
+        file.write(b"x" * 100_000)
+except ValueError as error:
+    print(error)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert (
+        result.stdout.strip() == f"{tmp_path / 'big.bin'} was not written: File too large."
+    ), result.stdout + result.stderr
+    assert list(tmp_path.iterdir()) == []  # no half-written file, no temporary
+
+
+def test_save_to_preset_out_of_disk_names_the_preset_and_leaves_nothing(
+    tmp_path, monkeypatch
+):
+    import errno
+
+    def full_disk(path, **arrays):
+        with open(path, "wb") as file:
+            file.write(b"PK half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", full_disk)
+    directory = tmp_path / "preset"
+    model = kbert.BertClassifier(tiny_backbone(), num_classes=2)
+    with pytest.raises(ValueError) as error:
+        model.save_to_preset(str(directory))
+    assert str(error.value) == f"{directory} was not written: No space left on device."
+    assert list(tmp_path.iterdir()) == []
 
 
 # === Exporters ===

@@ -8,7 +8,7 @@ from kbert.layers.embeddings import BertEmbeddings
 from kbert.layers.sublayers import call_sublayer
 from kbert.layers.transformer import BertTransformerLayer
 from kbert.models.functional_model import FunctionalModel
-from kbert.models.id_ranges import IdRangeCheckedModel, check_id_ranges
+from kbert.models.id_ranges import IdRangeCheckedModel, check_id_ranges, check_id_shapes
 from kbert.models.jax_state import JaxStateRestoringModel
 from kbert.models.keras_export import KerasExportable
 from kbert.models.lora import LoraBackbone, LoraModel
@@ -18,6 +18,7 @@ from kbert.models.quantization import (
     quantizable_layers,
     restore_activation_quantizers,
 )
+from kbert.utils.file_errors import unreadable
 from kbert.utils.precision_speed import warn_if_slower_than_float32
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -277,6 +278,7 @@ class BertBackbone(
                 f"BertBackbone inputs must have keys {list(INPUT_NAMES)} "
                 f"('token_ids' required); got {sorted(inputs)}."
             )
+        check_id_shapes(inputs, 2, self.max_sequence_length)
         inputs = {
             name: value if hasattr(value, "dtype") else np.asarray(value)
             for name, value in inputs.items()
@@ -306,15 +308,15 @@ class BertBackbone(
                     f"Input {name!r} must have shape (batch, sequence_length) = "
                     f"{expected} like 'token_ids'; got {shape}."
                 )
-        length = expected[1]
-        if length is not None and length > self.max_sequence_length:
-            raise ValueError(
-                f"Input 'token_ids' has sequence length {length}, longer than "
-                f"max_sequence_length={self.max_sequence_length}; expected shape "
-                f"(batch, <= {self.max_sequence_length}). Truncate the input "
-                "(BertPreprocessor(sequence_length=...) does)."
-            )
         return inputs
+
+    def load_weights(self, filepath, *args, **kwargs):
+        """`keras.Model.load_weights`; a missing, truncated or damaged file is a
+        `FileError` (an `OSError` and a `ValueError`) naming it."""
+        try:
+            return super().load_weights(filepath, *args, **kwargs)
+        except OSError as error:
+            raise unreadable(filepath, error) from None
 
     def _dtype_config(self):
         """The dtype policy, or a `DTypePolicyMap` naming each quantized layer."""

@@ -8,6 +8,55 @@ the embedding. This check turns all three into one `ValueError`.
 import keras
 import numpy as np
 
+# What `token_ids` holds, by rank.
+ID_SHAPES = {2: "(batch, sequence_length)", 3: "(batch, num_choices, sequence_length)"}
+
+
+def check_id_shapes(inputs, rank=2, max_length=None):
+    """Raises a `ValueError` naming `token_ids` when it is None, text, not of
+    `rank` axes, or holds no tokens or more than `max_length` per row (Keras'
+    and the backends' errors for these come from deep inside the graph).
+    Symbolic values are checked on the axes they know.
+
+    Example:
+    >>> try:
+    ...     check_id_shapes({"token_ids": np.zeros((1, 0), "int32")}, 2, 512)
+    ... except ValueError as error:
+    ...     print(error)
+    Input 'token_ids' has shape (1, 0): no tokens; each row takes 1 to 512 ids.
+    """
+    if not isinstance(inputs, dict) or "token_ids" not in inputs:
+        return
+    value = inputs["token_ids"]
+    want = ID_SHAPES.get(rank, f"{rank} axes")
+    if value is None:
+        raise ValueError(
+            f"Input 'token_ids' is None; it takes integer ids of shape {want}."
+        )
+    if not hasattr(value, "shape"):
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "USO":
+        raise ValueError(
+            f"Input 'token_ids' holds {value.dtype} values; ids are integers (e.g. "
+            "int32). Raw text goes to a model with a preprocessor."
+        )
+    shape = tuple(value.shape)
+    if len(shape) != rank:
+        raise ValueError(f"Input 'token_ids' has shape {shape}; it takes shape {want}.")
+    limit = "max_sequence_length" if max_length is None else max_length
+    if shape[-1] == 0:
+        raise ValueError(
+            f"Input 'token_ids' has shape {shape}: no tokens; each row takes 1 to "
+            f"{limit} ids."
+        )
+    if max_length is not None and shape[-1] is not None and shape[-1] > max_length:
+        raise ValueError(
+            f"Input 'token_ids' has sequence length {shape[-1]}, longer than "
+            f"max_sequence_length={max_length}; expected shape (batch, <= "
+            f"{max_length}). Truncate the input (BertPreprocessor(sequence_length=...) "
+            "does)."
+        )
+
 
 def check_id_ranges(inputs, vocabulary_size, num_segments):
     """Raises a `ValueError` if a concrete `token_ids` / `segment_ids` value is
@@ -120,7 +169,17 @@ class IdRangeCheckedModel:
                 f"{type(self).__name__} takes {sorted(names)}; received {sorted(x)}."
             )
         backbone = getattr(self, "backbone", self)
+        check_id_shapes(x, self._id_rank(), backbone.max_sequence_length)
         check_id_ranges(x, backbone.vocabulary_size, backbone.num_segments)
+
+    def _id_rank(self):
+        names = self.input if isinstance(getattr(self, "input", None), dict) else {}
+        return len(names["token_ids"].shape) if "token_ids" in names else 2
+
+    def __call__(self, inputs, *args, **kwargs):
+        backbone = getattr(self, "backbone", self)
+        check_id_shapes(inputs, self._id_rank(), backbone.max_sequence_length)
+        return super().__call__(inputs, *args, **kwargs)
 
     def fit(self, x=None, *args, **kwargs):
         self.check_id_ranges(x)
@@ -135,4 +194,15 @@ class IdRangeCheckedModel:
 
     def predict(self, x, *args, **kwargs):
         self.check_id_ranges(x)
+        rows = (
+            tuple(getattr(x.get("token_ids"), "shape", (None,)))
+            if isinstance(x, dict)
+            else ()
+        )
+        if rows and rows[0] == 0:
+            # Keras' predict loop fails on zero batches (UnboundLocalError).
+            raise ValueError(
+                f"{type(self).__name__}.predict got no examples: 'token_ids' has "
+                f"shape {rows}; predict takes at least one row."
+            )
         return super().predict(x, *args, **kwargs)

@@ -567,6 +567,11 @@ class Task(
         ...                    verbose=0).shape
         (2, 2)
         """
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise ValueError(
+                f"batch_size={batch_size!r}: predict takes a whole number of examples "
+                "per batch, at least 1."
+            )
         self._follow_variable_changes()
         stride = self._window_stride(long_texts, stride)
         if stride is not None and self._takes_raw(x):

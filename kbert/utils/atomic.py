@@ -4,6 +4,8 @@ The temporary names carry the writer's pid (`kbert.utils.owned_temps`), and
 every write first sweeps those that a killed writer left beside its target.
 What appears at the path has the permissions the user's umask gives
 (library writers such as `mkstemp` or safetensors may make files private).
+An `OSError` while writing (a full disk, a file size limit) becomes a
+`FileError` naming the path; the temporary is removed.
 """
 
 import contextlib
@@ -11,8 +13,19 @@ import os
 import shutil
 import tempfile
 
+from kbert.utils.file_errors import FileError
 from kbert.utils.output_paths import check_output_path
 from kbert.utils.owned_temps import owned_prefix, sweep_beside
+
+
+def _not_written(path, error):
+    """`error` (an `OSError` while writing `path`) as one line naming `path`."""
+    if isinstance(error, FileError):
+        return error
+    reason = str(error) if error.filename else error.strerror or str(error)
+    if error.errno is None:  # NumPy's short write: "800 requested and 96 written"
+        reason += " (a full disk or a file size limit?)"
+    return FileError(f"{path} was not written: {reason}.")
 
 
 def _umask():
@@ -70,6 +83,9 @@ def atomic_directory(path):
     try:
         yield tmp
         follow_umask(tmp)
+    except OSError as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _not_written(path, error) from error
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -102,6 +118,8 @@ def atomic_file(path):
         yield tmp
         follow_umask(tmp)
         os.replace(tmp, path)
+    except OSError as error:
+        raise _not_written(path, error) from error
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

@@ -8,8 +8,10 @@ import json
 import os
 
 
-def read_text(path):
-    """The file as UTF-8 text; a clear error when it is missing, empty or not UTF-8."""
+def read_text(path, blank_is_empty=True):
+    """The file as UTF-8 text; a clear error when it is missing, empty or not
+    UTF-8. With `blank_is_empty=False` only a file of no bytes is empty (a
+    blank line is a text)."""
     if not os.path.isfile(path):
         raise ValueError(f"{path}: no such file.")
     with open(path, "rb") as file:
@@ -22,7 +24,7 @@ def read_text(path):
             f"{path}: not UTF-8 (byte {error.start}, line {line}: {error.reason}). "
             "Re-encode the file as UTF-8."
         ) from None
-    if not text.strip():
+    if not (text.strip() if blank_is_empty else text):
         raise ValueError(f"{path}: the file is empty.")
     return text
 
@@ -39,7 +41,7 @@ def read_lines(path):
     >>> read_lines("texts.txt")
     ['first', '', 'third']
     """
-    lines = read_text(path).split("\n")
+    lines = read_text(path, blank_is_empty=False).split("\n")
     if lines[-1] == "":  # the newline ending the last line
         lines.pop()
     return [line.removesuffix("\r") for line in lines]
