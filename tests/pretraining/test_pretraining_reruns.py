@@ -95,3 +95,15 @@ def test_a_truncated_newest_checkpoint_is_skipped(corpus, tmp_path, capsys):
     assert "Skipping checkpoint" in err and "ckpt-000000002" in err
     assert "Resumed from step 1" in err
     assert sorted(os.listdir(checkpoints))[-1] == "ckpt-000000003"
+
+
+def test_no_loadable_checkpoint_is_refused_by_name(corpus, tmp_path):
+    # A run from before the arguments were recorded, rerun with another shape:
+    # every checkpoint fails to load, and the message lists them.
+    output = tmp_path / "run"
+    run_pretraining(tiny_config(corpus, output))
+    os.remove(output / RUN_RECORD)
+    with pytest.raises(
+        ValueError, match=r"No checkpoint in .* loads.*ckpt-000000002.*--restart"
+    ):
+        run_pretraining(tiny_config(corpus, output, hidden_dim=16))
