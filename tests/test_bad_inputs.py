@@ -528,7 +528,7 @@ def test_onnx_calibration_texts_are_checked(models):
     "argv, fragment",
     [
         (["export", "{dir}/nope", "--format", "onnx", "-o", "{dir}/m.onnx"], "nope"),
-        (["verify", "{dir}/model.txt"], "not an export artifact"),
+        (["verify", "{dir}/model.txt"], "model.txt: no such file"),
         (["embed", "{dir}/missing.txt", "{dir}/out.npy"], "missing.txt: no such file"),
         (["convert", "{dir}/nope", "{dir}/out"], "neither a directory"),
         (["finetune", "{dir}/missing.csv"], "missing.csv: no such file"),
