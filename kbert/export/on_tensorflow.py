@@ -82,6 +82,8 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
 
 def _child_error(stderr):
     last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+    if last.startswith("ValueError: "):  # a refused argument: the exporter's own words
+        return ValueError(last[len("ValueError: ") :])
     error = ExportVerificationError if "ExportVerificationError" in last else RuntimeError
     return error(f"The TensorFlow-backend export failed:\n{stderr[-4000:]}")
 
