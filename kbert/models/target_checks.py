@@ -64,8 +64,16 @@ def check_targets(y, rule, examples, tokens=None, name="labels"):
     if y is None:
         raise ValueError(f"{name} is None; {rule_model(rule)} trains on targets `y`.")
     if isinstance(rule, dict):
+        if isinstance(y, (list, tuple)):
+            # Keras would pair a sequence with the outputs in sorted-name
+            # order ("end_logits" before "start_logits"), not the user's.
+            model = next(iter(rule.values())).model
+            raise ValueError(
+                f"{name} is a {type(y).__name__} of {len(y)}; {model} takes a dict "
+                f"keyed by its outputs {sorted(rule)}, so no target meets the wrong one."
+            )
         if not isinstance(y, dict):
-            return  # a structure Keras maps to the outputs itself
+            return  # an array: Keras refuses it against the outputs' dict
         for key, sub_rule in rule.items():
             if key not in y:
                 raise ValueError(

@@ -166,6 +166,15 @@ def test_multiple_choice_and_qa_targets_are_checked(models):
         "labels['end_logits'][1] is 8",
         "token positions 0..7",
     )
+    # (start, end) as a sequence: Keras would pair it with the outputs in
+    # sorted-name order, end first; refused, even when every value is valid.
+    starts, ends = np.array([1, 2]), np.array([3, 4])
+    for sequence in ((starts, ends), [starts, ends]):
+        refuses(
+            lambda: model.fit(inputs, sequence, verbose=0),
+            f"labels is a {type(sequence).__name__} of 2",
+            "takes a dict keyed by its outputs ['end_logits', 'start_logits']",
+        )
 
 
 def test_masked_lm_targets_are_checked():
