@@ -171,7 +171,7 @@ def test_multiple_choice_and_qa_targets_are_checked(models):
     starts, ends = np.array([1, 2]), np.array([3, 4])
     for sequence in ((starts, ends), [starts, ends]):
         refuses(
-            lambda: model.fit(inputs, sequence, verbose=0),
+            lambda sequence=sequence: model.fit(inputs, sequence, verbose=0),
             f"labels is a {type(sequence).__name__} of 2",
             "takes a dict keyed by its outputs ['end_logits', 'start_logits']",
         )
