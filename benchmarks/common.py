@@ -17,7 +17,7 @@ import numpy as np
 def time_call(fn, repeats, warmup=1):
     """Median seconds per call of `fn()` (which must block until done).
 
-    `kbert.export.report.median_seconds` does the same, but importing kbert
+    `kbert.export.measurements.median_seconds` does the same, but importing kbert
     would load Keras (and TensorFlow) into the reference library's worker.
     """
     for _ in range(warmup):

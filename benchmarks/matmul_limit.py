@@ -20,7 +20,7 @@ SIZE = 2048
 
 
 def gflops(function, repeats=10):
-    from kbert.export.report import median_seconds
+    from kbert.export.measurements import median_seconds
 
     return 2 * SIZE**3 / median_seconds(function, repeats=repeats, warmup=2) / 1e9
 

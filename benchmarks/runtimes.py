@@ -102,7 +102,12 @@ def export_all(workdir, backend):
 
 
 def verify_all(workdir):
-    from kbert.export.report import artifact_row, artifact_runtimes, keras_row, report_table
+    from kbert.export.measurements import (
+        artifact_row,
+        artifact_runtimes,
+        keras_row,
+        measurement_table,
+    )
     from kbert.presets.model_source import load_model
 
     model = load_model(os.path.join(workdir, "classifier"))
@@ -112,7 +117,7 @@ def verify_all(workdir):
             rows.append(
                 artifact_row(path, model, num_examples=200, repeats=5, runtime=runtime)
             )
-    return {"table": report_table(rows)}
+    return {"table": measurement_table(rows)}
 
 
 def _tokenizer(preset, length):

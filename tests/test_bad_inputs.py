@@ -487,7 +487,7 @@ def test_exporters_refuse_bad_arguments(models, tmp_path, exporter, options, fra
 def test_exporter_verification_refuses_out_of_range_ids(tmp_path):
     from kbert import export
     from kbert.export.agreement import agreement_features, measure_agreement
-    from kbert.export.report import evaluation_data
+    from kbert.export.measurements import evaluation_data
     from kbert.export.spec import export_spec
     from kbert.export.verification_data import verification_data
 

@@ -28,7 +28,7 @@ from kbert.export.formats import (
     exporter_named,
     load,
 )
-from kbert.export.report import (
+from kbert.export.measurements import (
     artifact_row,
     artifact_runtimes,
     cpu_name,

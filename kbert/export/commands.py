@@ -409,7 +409,7 @@ def verify_command(args):
     """
     # lazy: keep --help fast
     from kbert.export import record as records
-    from kbert.export.report import (
+    from kbert.export.measurements import (
         artifact_row,
         artifact_runtimes,
         cpu_name,
@@ -417,7 +417,7 @@ def verify_command(args):
         gate,
         json_rows,
         keras_row,
-        report_table,
+        measurement_table,
     )
     from kbert.presets.model_source import load_model
 
@@ -461,7 +461,7 @@ def verify_command(args):
     if args.json:
         print(json.dumps(json_rows(rows), indent=2))
     else:
-        print(report_table(rows))
+        print(measurement_table(rows))
     for _, note in checked.values():
         if note:
             print(f"Note: {note}", file=words)

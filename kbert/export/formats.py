@@ -6,7 +6,7 @@ Keras' `model.export(format=...)`), which runner runs its artifact, how an
 artifact of it is recognised and where it keeps its export record, and
 which function re-measures it for `kbert verify`. `kbert export`
 (`commands.py`), the export record (`record.py`), `kbert verify`
-(`report.py`), `kbert.export`'s public functions (`__init__.py`) and
+(`measurements.py`), `kbert.export`'s public functions (`__init__.py`) and
 `model.export` (`keras_formats.py`) all read this table: a new format is a
 folder `kbert/export/<format>/` and one row here.
 

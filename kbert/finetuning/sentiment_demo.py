@@ -16,7 +16,7 @@ import numpy as np
 
 from kbert.data import rotten_tomatoes_split
 from kbert.export import onnx, saved_model, tflite
-from kbert.export.report import artifact_row, keras_row, report_table
+from kbert.export.measurements import artifact_row, keras_row, measurement_table
 from kbert.finetuning.classifier_training import build_classifier, train_classifier
 from kbert.finetuning.recipe import FinetuneRecipe
 from kbert.finetuning.report import save_training_curve
@@ -86,7 +86,7 @@ def export_parity(model, output_dir, test, overwrite=False):
     for exporter, path in artifacts.items():
         exporter(model, path, source=source, overwrite=overwrite)
         rows.append(artifact_row(path, model, num_examples=num_examples, labelled=test))
-    return report_table(rows)
+    return measurement_table(rows)
 
 
 def run(

@@ -9,10 +9,10 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.export import ExportVerificationError, agreement, auto, auto_export, report
+from kbert.export import ExportVerificationError, agreement, auto, auto_export, measurements
 from kbert.export.commands import add_export_command
+from kbert.export.measurements import artifact_row, artifact_runtimes
 from kbert.export.record import artifact_format, read_record
-from kbert.export.report import artifact_row, artifact_runtimes
 from tests.export.export_helpers import tiny_model
 
 EXAMPLES = 16  # held-out reviews per measured row (the exporters check their own 500)
@@ -70,7 +70,7 @@ def test_the_fastest_row_within_bounds_is_written(model, deployed):
         fastest["runtime"],
     )
     assert chosen["latency_ms"] == fastest["latency_ms"]
-    assert ranking["cpu"] == report.cpu_name()
+    assert ranking["cpu"] == measurements.cpu_name()
 
     # The directory holds the winner and the ranking, nothing else.
     kind = "onnx" if fastest["artifact"].endswith(".onnx") else "openvino"
@@ -120,7 +120,7 @@ def test_a_candidate_its_exporter_refuses_is_left_out(model, tmp_path, monkeypat
 def test_nothing_is_written_when_no_candidate_holds(model, tmp_path, monkeypatch):
     # Every row misses a bound no output can hold.
     monkeypatch.setattr(auto_export, "CANDIDATES", auto_export.CANDIDATES[:1])
-    monkeypatch.setattr(auto_export, "gate", lambda rows: report.gate(rows, max_diff=-1.0))
+    monkeypatch.setattr(auto_export, "gate", lambda rows: measurements.gate(rows, max_diff=-1.0))
     target = tmp_path / "deploy"
     with pytest.raises(ExportVerificationError, match="no candidate holds its bounds"):
         auto(model, target, num_examples=8, repeats=2)

@@ -111,7 +111,7 @@ def test_verify_names_the_artifact_and_the_flag_when_the_source_is_missing(tmp_p
 
 
 def test_verify_refuses_labels_the_model_does_not_have(tmp_path):
-    from kbert.export.report import label_ids
+    from kbert.export.measurements import label_ids
 
     model = tiny_model(num_classes=2, id2label={0: "rotten", 1: "fresh"})
     assert label_ids(model, ["fresh", 0, " 1 "]) == [1, 0, 1]

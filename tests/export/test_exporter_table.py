@@ -10,8 +10,8 @@ import pytest
 import kbert.export
 from kbert.export import formats
 from kbert.export.commands import add_export_command
+from kbert.export.measurements import artifact_runtimes
 from kbert.export.record import artifact_format
-from kbert.export.report import artifact_runtimes
 
 ROWS = {exporter.name: exporter for exporter in formats.EXPORTERS}
 

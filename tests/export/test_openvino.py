@@ -88,7 +88,7 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
     MatMuls (FakeQuantize in the IR), calibrated on real training reviews,
     agreeing with Keras on the 500 held-out reviews the exporter checks, and
     measured by `kbert verify` against its own agreement bound."""
-    from kbert.export.report import artifact_row, gate
+    from kbert.export.measurements import artifact_row, gate
 
     model = kbert.BertClassifier.from_preset(demo_classifier_preset())
     path = tmp_path / "int8_ir"

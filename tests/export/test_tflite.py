@@ -10,8 +10,8 @@ from ai_edge_litert import interpreter as litert
 
 import kbert.export
 from kbert.export import agreement
+from kbert.export.measurements import artifact_row, measurement_table
 from kbert.export.record import read_record
-from kbert.export.report import artifact_row, report_table
 from kbert.export.tflite.exporter import TF_TEXT_TFLITE_OPS
 from kbert.export.tflite.runner import tflite_custom_ops
 from kbert.export.tflite.tokenizer_divergence import TokenizerDivergenceWarning, describe
@@ -172,7 +172,7 @@ def test_mediapipe_flavour_runs_in_mediapipe_text_classifier(tmp_path):
     assert 'normalization="mediapipe"' in message
     row = artifact_row(path, model, num_examples=4, repeats=1)
     assert row["tokenizer"] == describe(divergence)
-    assert row["tokenizer"] in report_table([row])
+    assert row["tokenizer"] in measurement_table([row])
 
     options = text_classifier.TextClassifierOptions(
         base_options=BaseOptions(model_asset_path=path)

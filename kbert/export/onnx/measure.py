@@ -4,9 +4,9 @@ bound its exporter verified it with (`token_id_bound`)."""
 
 from kbert.export.checks import FLOAT_TOLERANCE
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT
+from kbert.export.measurements import first_row, median_seconds
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.openvino.runner import OpenVinoRunner
-from kbert.export.report import first_row, median_seconds
 
 
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):

@@ -5,7 +5,7 @@ string signature; bounded as its exporter bounded it (1e-5)."""
 import numpy as np
 
 from kbert.export.checks import SAVED_MODEL_TOLERANCE
-from kbert.export.report import first_row
+from kbert.export.measurements import first_row
 from kbert.export.saved_model.runner import TEXT_SIGNATURE, TOKEN_SIGNATURE, run_saved_model
 
 

@@ -6,7 +6,7 @@ exporter verified it with."""
 
 import numpy as np
 
-from kbert.export.report import first_row, median_seconds
+from kbert.export.measurements import first_row, median_seconds
 from kbert.export.tflite.inputs import (
     MEDIAPIPE_INPUTS,
     deployment_preprocessor,

@@ -1,7 +1,7 @@
-"""The report of `kbert verify`: exported artifacts re-measured against their
-Keras model, on real data.
+"""The measurements of `kbert verify`: exported artifacts re-measured against
+their Keras model, on real data.
 
-Exporters verify an artifact before writing it; this report measures one
+Exporters verify an artifact before writing it; `kbert verify` measures one
 already written, on each runtime it runs on (an ONNX file on onnxruntime and
 OpenVINO). For each artifact and runtime: its size, the runtime it ran on, the
 largest difference from the Keras model's outputs, agreement with Keras,
@@ -436,12 +436,12 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=Non
     }
 
 
-def report_table(rows):
+def measurement_table(rows):
     """The rows as a Markdown table (what `kbert verify` prints).
 
     Example:
     >>> rows = [keras_row(classifier, 20, 2), artifact_row(onnx_file, classifier, 20, 2)]
-    >>> print(report_table(rows))  # doctest: +ELLIPSIS
+    >>> print(measurement_table(rows))  # doctest: +ELLIPSIS
     | artifact ...
     """
 
