@@ -243,11 +243,17 @@ class Task(
 
     def _check_dataset_targets(self, dataset):
         """`check_targets` on the first batch of a `tf.data.Dataset` (raw
-        samples preprocessed first); other data sources are not checked (a
-        strategy's distributed dataset has an `element_spec`, but no `take`)."""
-        if not hasattr(dataset, "take") or not _is_dataset(dataset):
-            return
+        samples preprocessed first) or of a user's `keras.utils.PyDataset`;
+        other data sources are not checked (a strategy's distributed dataset
+        has an `element_spec`, but no `take`)."""
         if self.target_rules() is None:
+            return
+        if isinstance(dataset, keras.utils.PyDataset):
+            if not isinstance(dataset, BucketedBatches):  # kbert's: checked when built
+                x, y, _ = keras.utils.unpack_x_y_sample_weight(dataset[0])
+                self.check_targets(x, y)
+            return
+        if not hasattr(dataset, "take") or not _is_dataset(dataset):
             return
         first = dataset.take(1)
         if self._takes_raw(dataset):
@@ -466,6 +472,7 @@ class Task(
 
     def _validation_data(self, validation_data, batch_size, stride=None):
         if isinstance(validation_data, keras.utils.PyDataset):
+            self._check_dataset_targets(validation_data)
             return validation_data
         if _is_dataset(validation_data):
             self._check_dataset_targets(validation_data)
@@ -522,7 +529,7 @@ class Task(
     def _check_given_targets(self, x, y):
         """Model inputs given as they are: their targets checked, or a
         dataset's first batch."""
-        if _is_dataset(x):
+        if _is_dataset(x) or isinstance(x, keras.utils.PyDataset):
             self._check_dataset_targets(x)
         elif isinstance(x, dict):
             self.check_targets(x, y)

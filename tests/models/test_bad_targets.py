@@ -123,6 +123,33 @@ def test_first_dataset_batch_is_checked(models):
     refuses(lambda: model.evaluate(arrays, verbose=0), "labels[1] is -2")
 
 
+class Batches(keras.utils.PyDataset):
+    """A user's PyDataset of token-id batches and their labels."""
+
+    def __init__(self, inputs, labels):
+        super().__init__()
+        self.inputs, self.labels = inputs, labels
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, index):
+        return self.inputs, self.labels
+
+
+def test_first_pydataset_batch_is_checked():
+    model = kbert.BertClassifier(tiny_backbone(), num_classes=3)
+    inputs = token_inputs(batch=4, length=8)
+    bad, good = (
+        Batches(inputs, np.array([0, 1, 5, 0])),
+        Batches(inputs, np.array([0, 1, 2, 0])),
+    )
+    refuses(lambda: model.fit(bad, verbose=0), "labels[2] is 5")
+    refuses(lambda: model.evaluate(bad, verbose=0), "labels[2] is 5")
+    refuses(lambda: model.fit(good, validation_data=bad, verbose=0), "labels[2] is 5")
+    model.fit(good, validation_data=good, epochs=1, verbose=0)
+
+
 def test_no_samples_and_missing_targets_are_refused(models):
     model = models["single"]
     refuses(lambda: model.fit([], [], verbose=0), "no samples")
