@@ -120,7 +120,9 @@ def test_a_candidate_its_exporter_refuses_is_left_out(model, tmp_path, monkeypat
 def test_nothing_is_written_when_no_candidate_holds(model, tmp_path, monkeypatch):
     # Every row misses a bound no output can hold.
     monkeypatch.setattr(auto_export, "CANDIDATES", auto_export.CANDIDATES[:1])
-    monkeypatch.setattr(auto_export, "gate", lambda rows: measurements.gate(rows, max_diff=-1.0))
+    monkeypatch.setattr(
+        auto_export, "gate", lambda rows: measurements.gate(rows, max_diff=-1.0)
+    )
     target = tmp_path / "deploy"
     with pytest.raises(ExportVerificationError, match="no candidate holds its bounds"):
         auto(model, target, num_examples=8, repeats=2)
