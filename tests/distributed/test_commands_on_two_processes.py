@@ -23,7 +23,7 @@ import keras
 import pytest
 
 from tests.distributed.processes import ROOT, free_port
-from tests.pretraining.pretraining_helpers import synthetic_documents
+from tests.pretraining.pretraining_helpers import write_corpus
 
 pytestmark = [
     pytest.mark.whole_machine,
@@ -71,11 +71,7 @@ def kbert_processes(argv, num_processes, devices=1):
 
 
 def test_pretrain_command_on_two_processes_evaluates_like_one(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    with open(corpus, "w") as file:
-        for document in synthetic_documents(40, seed=4):
-            file.writelines(sentence + " .\n" for sentence in document)
-            file.write("\n")
+    corpus = write_corpus(tmp_path / "corpus.txt", 40)
     # fmt: off
     argv = [
         "pretrain", "--corpus", str(corpus), "--vocabulary-size", "200",

@@ -53,6 +53,17 @@ def synthetic_documents(num_documents, seed=0, num_topics=8):
     return list(iter_synthetic_documents(num_documents, seed, num_topics))
 
 
+def write_corpus(path, num_documents, seed=4):
+    """A corpus file of `synthetic_documents`: a sentence (ending " .") a
+    line, a blank line after each document, as `kbert pretrain --corpus`
+    reads it. Returns `path` as a string."""
+    with open(path, "w") as file:
+        for document in synthetic_documents(num_documents, seed=seed):
+            file.writelines(sentence + " .\n" for sentence in document)
+            file.write("\n")
+    return str(path)
+
+
 def iter_synthetic_documents(num_documents, seed=0, num_topics=8):
     """`synthetic_documents`, one at a time."""
     rng = random.Random(seed)

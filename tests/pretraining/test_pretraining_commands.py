@@ -10,7 +10,7 @@ import pytest
 
 from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
 from kbert.pretraining.evaluation import masked_token_counts
-from tests.pretraining.pretraining_helpers import synthetic_documents
+from tests.pretraining.pretraining_helpers import write_corpus
 
 
 def kbert_main(argv):
@@ -24,12 +24,7 @@ def kbert_main(argv):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    with open(path, "w") as file:
-        for document in synthetic_documents(50, seed=4):
-            file.writelines(sentence + " .\n" for sentence in document)
-            file.write("\n")
-    return str(path)
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.txt", 50)
 
 
 def test_pretrain_command_runs_resumes_and_fills_masks(corpus, tmp_path, capsys):

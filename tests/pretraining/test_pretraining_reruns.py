@@ -10,17 +10,12 @@ import pytest
 
 from kbert.pretraining.config import PretrainingConfig
 from kbert.pretraining.pipeline import RUN_RECORD, check_rerun, run_pretraining, run_record
-from tests.pretraining.pretraining_helpers import synthetic_documents
+from tests.pretraining.pretraining_helpers import write_corpus
 
 
 @pytest.fixture
 def corpus(tmp_path):
-    path = tmp_path / "corpus.txt"
-    with open(path, "w") as file:
-        for document in synthetic_documents(20, seed=4):
-            file.writelines(sentence + " .\n" for sentence in document)
-            file.write("\n")
-    return str(path)
+    return write_corpus(tmp_path / "corpus.txt", 20)
 
 
 def tiny_config(corpus, output, **changes):
