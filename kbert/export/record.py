@@ -35,6 +35,7 @@ from kbert.export.formats import (
     exporter_named,
     load,
 )
+from kbert.utils.checksums import file_sha256
 
 
 def artifact_format(path):
@@ -72,21 +73,6 @@ def _record_file(directory, exporter):
 
 CHECKSUM = "sha256"  # the record's key of the artifact's checksums
 _UNSET = "0" * 64  # a file's own digest, as it is hashed
-
-
-def file_sha256(path):
-    """The sha256 (hex) of the file at `path`, read in chunks.
-
-    Example:
-    >>> _ = open("note.txt", "w").write("kbert")
-    >>> file_sha256("note.txt")[:12]
-    '7acc54ddd4f3'
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _own_sha256(data, recorded):

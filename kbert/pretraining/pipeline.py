@@ -41,6 +41,7 @@ from kbert.pretraining.learning_curve import plot_learning_curve
 from kbert.pretraining.training import METRICS_FILE, pretrain
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory, atomic_file
+from kbert.utils.checksums import update_with_file
 
 # What a run's vocabulary, data and variables are made of: a rerun that asks
 # for other values cannot resume it (`check_rerun`). The corpus files count by
@@ -65,11 +66,11 @@ RUN_RECORD = os.path.join("run", "arguments.json")
 RUN_OUTPUTS = ("vocab.txt", "data", "run", "model", "results.json", "learning_curve.png")
 
 
-def file_sha256(paths):
+def files_sha256(paths):
     """The SHA-256 of files' contents, in order ("wikipedia" counts as its name).
 
     Example:
-    >>> file_sha256(["wikipedia"])[:12]
+    >>> files_sha256(["wikipedia"])[:12]
     '94ba15092540'
     """
     digest = hashlib.sha256()
@@ -77,9 +78,7 @@ def file_sha256(paths):
         if path == "wikipedia" and not os.path.exists(path):
             digest.update(b"wikipedia\0")
             continue
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
+        update_with_file(digest, path)
         digest.update(b"\0")
     return digest.hexdigest()
 
@@ -96,7 +95,7 @@ def run_record(config):
     return {
         "arguments": {k: arguments[k] for k in DATA_FIELDS + MODEL_FIELDS},
         "sha256": {
-            k: file_sha256([config.vocabulary] if k == "vocabulary" else arguments[k])
+            k: files_sha256([config.vocabulary] if k == "vocabulary" else arguments[k])
             for k in CORPUS_FIELDS
             if arguments[k]
         },
