@@ -2,11 +2,13 @@
 
 The heavy checks run once, in the PyTorch run: `kbert embed` over 2,000 real
 Rotten Tomatoes reviews with blank lines (two input files, shards out, one
-shard failing once) with the tiny real-vocabulary embedder, and the demo
-classifier (all-MiniLM-L6-v2 fine-tuned) on 500 of them (all 2,000 take
-about 95 s on this shared 2-core machine, over the suite's budget): sharding, ordering and retries are the engine's and do not
-depend on the Keras backend, and a model's numerics per backend are
-tests/models' business. Every backend runs a cheap check: a tiny model on 2
+shard failing once) with a tiny random embedder on MiniLM's vocabulary;
+class predictions of the same 2,000 reviews with a tiny random classifier
+on that vocabulary; and the demo classifier (all-MiniLM-L6-v2 fine-tuned)
+on 500 of them (all 2,000 take about 95 s on this shared 2-core machine,
+over the suite's budget): sharding, ordering and retries are the engine's
+and do not depend on the Keras backend, and a model's numerics per backend
+are tests/models' business. Every backend runs a cheap check: a tiny model on 2
 Ray workers, which load it on that backend.
 
 Ray starts here, on 127.0.0.1 with 2 CPUs and no dashboard, once per module,
@@ -76,6 +78,37 @@ def ray_workers(tmp_path_factory):
             os.environ[ray_engine.FAIL_ONCE_VARIABLE] = saved
 
 
+@pytest.fixture(scope="module")
+def minilm_vocabulary_presets(tmp_path_factory):
+    """A tiny random embedder and classifier with MiniLM's real vocabulary
+    (their outputs vary with every review, unlike the 13-word tiny preset's),
+    as presets: `(embedder, classifier)`. The classifier's head is centred on
+    the reviews, so that every class is predicted."""
+    import kbert
+    from kbert.preprocessing.preprocessor import BertPreprocessor
+    from kbert.preprocessing.tokenizer import BertTokenizer
+    from kbert.presets.formats import load_preprocessor
+    from kbert.sources import resolve_source
+    from tests.test_case import randomized, tiny_backbone
+
+    vocabulary = load_preprocessor(
+        resolve_source("all_minilm_l6_v2")
+    ).tokenizer.get_vocabulary()
+    preprocessor = BertPreprocessor(BertTokenizer(vocabulary), sequence_length=64)
+    backbone = tiny_backbone(vocabulary_size=len(vocabulary), max_sequence_length=64)
+    classifier = randomized(
+        kbert.BertClassifier(backbone, num_classes=3, preprocessor=preprocessor)
+    )
+    bias = next(v for v in classifier.weights if v.path == "classifier/bias")
+    bias.assign(bias.numpy() - classifier.predict(reviews()[:200], verbose=0).mean(0))
+    directory = tmp_path_factory.mktemp("minilm_vocabulary")
+    kbert.BertTextEmbedder(backbone, preprocessor=preprocessor).save_to_preset(
+        directory / "embedder"
+    )
+    classifier.save_to_preset(directory / "classifier")
+    return str(directory / "embedder"), str(directory / "classifier")
+
+
 def reviews(count=2000, blank_every=150):
     """`count` real reviews, one line each, a blank line every `blank_every`."""
     texts, _ = rotten_tomatoes(categories=("fresh", "rotten"))
@@ -88,7 +121,9 @@ def cosine(a, b):
 
 
 @HEAVY
-def test_embed_command_on_ray_matches_one_process(ray_workers, tmp_path, tiny_preset):
+def test_embed_command_on_ray_matches_one_process(
+    ray_workers, tmp_path, minilm_vocabulary_presets
+):
     texts = reviews()
     assert len(texts) == 2000 and texts.count("") == 14
     for part in range(2):  # a glob in: two files of 1,000 lines
@@ -96,7 +131,7 @@ def test_embed_command_on_ray_matches_one_process(ray_workers, tmp_path, tiny_pr
         (tmp_path / f"reviews-{part}.txt").write_text("\n".join(lines) + "\n")
     pattern = str(tmp_path / "reviews-*.txt")
     with bounded(240):
-        model = ["--preset", tiny_preset]
+        model = ["--preset", minilm_vocabulary_presets[0]]
         assert main(["embed", pattern, str(tmp_path / "one.npy"), *model]) == 0
         argv = ["embed", pattern, str(tmp_path / "ray" / "part-*.npy"), "--engine", "ray"]
         assert main([*argv, *model, "--workers", "2", "--shard-size", "400"]) == 0
@@ -107,6 +142,7 @@ def test_embed_command_on_ray_matches_one_process(ray_workers, tmp_path, tiny_pr
     one = np.load(tmp_path / "one.npy")
     assert distributed.shape == one.shape and len(one) == 2000
     assert cosine(distributed, one).min() >= 0.99999
+    assert len(np.unique(one.round(4), axis=0)) > 1500  # rows that differ
     # Shard 1 failed once and ran again; its rows count once.
     assert ray_workers.exists()
 
@@ -124,6 +160,26 @@ def test_classifier_predictions_on_ray_equal_one_process(ray_workers):
     assert distributed.shape == one.shape == (500, 2)
     np.testing.assert_array_equal(distributed.argmax(-1), one.argmax(-1))
     np.testing.assert_allclose(distributed, one, atol=1e-4)
+
+
+@HEAVY
+def test_class_predictions_on_ray_equal_one_process_on_2000_reviews(
+    ray_workers, minilm_vocabulary_presets
+):
+    import kbert
+
+    preset = minilm_vocabulary_presets[1]
+    texts = reviews()
+    with bounded(180):
+        distributed = distributed_predict(preset, texts, workers=2, shard_size=400)
+    one = kbert.BertClassifier.from_preset(preset).predict(texts, verbose=0)
+    assert distributed.shape == one.shape == (2000, 3)
+    np.testing.assert_array_equal(distributed.argmax(-1), one.argmax(-1))
+    np.testing.assert_allclose(distributed, one, atol=1e-5)
+    # Not a constant model: rows differ, and every class is predicted.
+    assert (
+        len(np.unique(one.argmax(-1))) == 3 and len(np.unique(one.round(4), axis=0)) > 1500
+    )
 
 
 def truncation_warnings(function, *args, **kwargs):
