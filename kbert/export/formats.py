@@ -29,6 +29,8 @@ FLAVOURS = ("string", "token_ids", "mediapipe")
 TFLITE_QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
 ONNX_QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
 OPENVINO_QUANTIZATIONS = (None, "int8")
+# OpenVINO: token ids in (the default); strings in (openvino-tokenizers' WordPiece).
+OPENVINO_FLAVOURS = ("token_ids", "string")
 DEFAULT_OPSET = 18
 # A quantized artifact must predict as the Keras model does on this share of
 # the held-out reviews.
@@ -185,9 +187,9 @@ EXPORTERS = (
         name="openvino",
         export="kbert.export.openvino.exporter:openvino",
         # Agreement at OpenVINO's default precision (bf16 on AMX CPUs).
-        options=("quantization", "min_agreement"),
+        options=("flavour", "quantization", "min_agreement"),
         quantized_options=(),
-        flavours=(),
+        flavours=OPENVINO_FLAVOURS,
         quantizations=OPENVINO_QUANTIZATIONS,
         runner="kbert.export.openvino.runner:OpenVinoRunner",
         measure="kbert.export.openvino.measure:measure",

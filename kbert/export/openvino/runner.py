@@ -2,7 +2,10 @@
 its own precision (bfloat16 on CPUs with AVX512_BF16 or AMX, float32
 otherwise); `precision="f32"` forces float32, matching onnxruntime's outputs.
 
-Takes and returns dicts of NumPy arrays keyed by input and output name.
+Takes and returns dicts of NumPy arrays keyed by input and output name. An IR
+of the `"string"` flavour (the tokenizer inside, `kbert.export.openvino.strings`)
+takes texts: a list or array of `str` per string input; the openvino-tokenizers
+extension is loaded for it (and only for it).
 """
 
 import os
@@ -40,19 +43,29 @@ class OpenVinoRunner:
     def __init__(self, path, precision=None, num_threads=None):
         import openvino  # lazy: a runtime loads only when an artifact is run
 
+        if _takes_strings(path):
+            _load_tokenizer_extension(path)
         core = openvino.Core()
         config = {}
         if precision:
             config["INFERENCE_PRECISION_HINT"] = precision
         if num_threads:
             config["INFERENCE_NUM_THREADS"] = int(num_threads)
-        self.compiled = core.compile_model(core.read_model(os.fspath(path)), "CPU", config)
+        model = core.read_model(os.fspath(path))
+        # The model's names: compiling can merge an output's tensor with the
+        # one it copies (a string IR's `token_ids`), adding that one's names.
+        self.output_names = [port.get_any_name() for port in model.outputs]
+        self.compiled = core.compile_model(model, "CPU", config)
         self.precision = self.compiled.get_property(
             "INFERENCE_PRECISION_HINT"
         ).get_type_name()
         self.request = self.compiled.create_infer_request()
         self.inputs = list(self.compiled.inputs)
-        self.output_names = [o.get_any_name() for o in self.compiled.outputs]
+        self.text_inputs = [
+            port.get_any_name()
+            for port in self.inputs
+            if port.get_element_type() == openvino.Type.string
+        ]
 
     def describe(self):
         """`"OpenVINO 2026.4.1 CPU (bf16)"`: runtime and the precision it runs."""
@@ -70,6 +83,9 @@ class OpenVinoRunner:
         inputs = {}
         for position, port in enumerate(self.inputs):
             name = self._feed_name(port, feeds, position)
+            if port.get_any_name() in self.text_inputs:
+                inputs[port] = _texts(feeds[name], port.get_any_name())
+                continue
             dtype = port.get_element_type().to_dtype()
             inputs[port] = np.ascontiguousarray(np.asarray(feeds[name]).astype(dtype))
         results = self.request.infer(inputs)
@@ -77,3 +93,54 @@ class OpenVinoRunner:
             name: np.array(results[port])  # a copy: the request reuses its buffers
             for name, port in zip(self.output_names, self.compiled.outputs)
         }
+
+
+def _takes_strings(path):
+    """Whether the IR `path` has a string input (the `"string"` flavour): its
+    `.xml` declares a string Parameter. An ONNX file never does here."""
+    path = os.fspath(path)
+    if not path.endswith(".xml"):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return 'element_type="string"' in file.read()
+
+
+def _load_tokenizer_extension(path):
+    """Registers openvino-tokenizers' ops with OpenVINO (the string flavour's
+    tokenizer runs on them)."""
+    try:
+        import openvino_tokenizers  # noqa: F401 - lazy: registers the extension
+    except ImportError as error:
+        raise ImportError(
+            f"{path} takes strings: its tokenizer runs on the openvino-tokenizers "
+            "extension. pip install openvino-tokenizers (the release of your "
+            f"openvino). ({error})"
+        ) from error
+
+
+def _texts(value, name):
+    """The feed of a string input: a 1-D array of `str`; `ValueError` naming the
+    input for anything else (token ids fed to a string IR, say).
+
+    Example:
+    >>> _texts(["A fine film.", "Dull."], "text").shape
+    (2,)
+    >>> _texts(np.array([[2, 7, 3]]), "text")
+    Traceback (most recent call last):
+    ...
+    ValueError: Input 'text' takes a batch of texts (a list of str); got an int64 array ...
+    """
+    if isinstance(value, str):
+        raise ValueError(
+            f"Input {name!r} takes a batch of texts (a list of str); got one str: "
+            "wrap it in a list."
+        )
+    array = np.asarray(value, dtype=object) if isinstance(value, (list, tuple)) else value
+    array = np.asarray(array)
+    if array.ndim != 1 or not all(isinstance(text, str) for text in array.tolist()):
+        kind = f"an {array.dtype} array" if array.dtype != object else "an object array"
+        raise ValueError(
+            f"Input {name!r} takes a batch of texts (a list of str); got {kind} of "
+            f"shape {array.shape}."
+        )
+    return np.array(array.tolist(), dtype=np.str_)
