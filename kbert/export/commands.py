@@ -133,12 +133,12 @@ def export_command(args):
     Wrote c.onnx (onnx, classifier)
     Verified: {...}
     0
-    >>> export_command(parser.parse_args(  # ONNX takes token ids: refused, not ignored
-    ...     ["export", classifier_preset, "--format", "onnx", "--flavour", "string",
+    >>> export_command(parser.parse_args(  # a flavour ONNX lacks: refused, not ignored
+    ...     ["export", classifier_preset, "--format", "onnx", "--flavour", "mediapipe",
     ...      "-o", "s.onnx"]))
     Traceback (most recent call last):
     ...
-    ValueError: --flavour does not apply to --format onnx: ... of --format tflite. ...
+    ValueError: --flavour mediapipe: --format onnx offers token_ids, string. ...
     """
     flags = given_flags(args)
     if args.format == AUTO:

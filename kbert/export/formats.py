@@ -26,6 +26,8 @@ import importlib
 
 # TFLite: token ids in; strings in (tokenizer in the graph); MediaPipe Tasks.
 FLAVOURS = ("string", "token_ids", "mediapipe")
+# ONNX: token ids in; strings in (onnxruntime-extensions' tokenizer in the graph).
+ONNX_FLAVOURS = ("token_ids", "string")
 TFLITE_QUANTIZATIONS = (None, "float16", "dynamic_int8", "int8")
 ONNX_QUANTIZATIONS = (None, "dynamic_int8", "int8", "float16")
 OPENVINO_QUANTIZATIONS = (None, "int8")
@@ -166,9 +168,9 @@ EXPORTERS = (
     Exporter(
         name="onnx",
         export="kbert.export.onnx.exporter:onnx",
-        options=("opset", "quantization", "min_agreement"),
+        options=("opset", "flavour", "quantization", "min_agreement"),
         quantized_options=("min_agreement",),
-        flavours=(),
+        flavours=ONNX_FLAVOURS,
         quantizations=ONNX_QUANTIZATIONS,
         runner="kbert.export.onnx.runner:OnnxRunner",
         measure="kbert.export.onnx.measure:measure",

@@ -163,6 +163,8 @@ def artifact_runtimes(path, installed=True):
     `installed=False`), on OpenVINO at its default precision for this CPU
     (`"openvino"`) and at float32 (`"openvino_f32"`); an OpenVINO IR on
     those two; a SavedModel or TFLite file on its own runtime (`"default"`).
+    An artifact whose export record lists its `runtimes` (a string-flavour
+    ONNX file: onnxruntime only) runs on those of the row's.
 
     Example:
     >>> artifact_runtimes(onnx_file)
@@ -171,12 +173,16 @@ def artifact_runtimes(path, installed=True):
     ('default',)
     """
     exporter = exporter_named(records.artifact_format(path))
+    own = records.read_record(path).get("runtimes")
     return tuple(
         runtime
         for runtime in exporter.runtimes
-        if not installed
-        or runtime not in exporter.optional_runtimes
-        or importlib.util.find_spec(exporter.optional_runtimes[runtime]) is not None
+        if (own is None or runtime in own)
+        and (
+            not installed
+            or runtime not in exporter.optional_runtimes
+            or importlib.util.find_spec(exporter.optional_runtimes[runtime]) is not None
+        )
     )
 
 

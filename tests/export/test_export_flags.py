@@ -142,11 +142,11 @@ def test_a_value_the_format_does_not_offer_is_refused():
 def test_the_command_line_reports_a_refused_flag(tmp_path, capsys, no_model_loads):
     output = tmp_path / "m.onnx"
     status = main(
-        ["export", "m", "--format", "onnx", "--flavour", "string", "-o", str(output)]
+        ["export", "m", "--format", "onnx", "--flavour", "mediapipe", "-o", str(output)]
     )
     assert status == 1
     err = capsys.readouterr().err
-    assert err.startswith("kbert export: error: --flavour does not apply to --format onnx")
+    assert err.startswith("kbert export: error: --flavour mediapipe: --format onnx offers")
     assert not output.exists()
 
 

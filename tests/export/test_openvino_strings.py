@@ -314,3 +314,23 @@ def test_int8_with_strings_quantizes_the_id_model_then_adds_the_tokenizer(tmp_pa
     assert any(op.get_type_name() == "FakeQuantize" for op in ir.get_ops())
     row = artifact_row(str(path), model, num_examples=16, repeats=2)
     assert row["format"] == "openvino string int8"
+
+
+def test_kbert_export_and_verify_on_the_command_line(tmp_path, capsys):
+    from kbert.cli import main
+
+    model = tiny_model(num_classes=2, id2label={0: "rotten", 1: "fresh"})
+    source = str(tmp_path / "classifier.keras")
+    model.save(source)
+    artifact = str(tmp_path / "classifier_text_openvino")
+    command = ["export", source, "--format", "openvino", "--flavour", "string"]
+    # A tiny random model has near-tied reviews that bf16 flips.
+    assert main([*command, "--min-agreement", "0.9", "-o", artifact]) == 0
+    record = read_record(artifact)
+    assert record["flavour"] == "string" and record["source"] == source
+    capsys.readouterr()
+    assert main(["verify", artifact, "--repeats", "2", "--num-examples", "16"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "openvino string" in line]
+    assert len(rows) == 2 and "forced" in rows[1], out
+    assert "tokenizer: openvino-tokenizers at export: 500/500 real" in out

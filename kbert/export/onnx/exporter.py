@@ -1,4 +1,5 @@
-"""ONNX export from every backend: token ids in, dynamic batch and sequence.
+"""ONNX export from every backend: token ids in, dynamic batch and sequence
+(or strings in: `flavour="string"`, `kbert.export.onnx.strings`).
 
 - TensorFlow: `tf2onnx` (without its reshape optimizer, which rewires the
   attention heads' reshape into a wrong shape);
@@ -10,7 +11,9 @@ Inputs are int32 `token_ids`, `segment_ids`, `padding_mask` (and
 `mask_positions` for a masked LM) of shape (batch, sequence) (with
 `num_choices` between them for multiple choice); outputs are named as in
 `kbert.export.spec`. The file is checked with `onnx.checker` and run with
-`onnxruntime` before it is kept.
+`onnxruntime` before it is kept. The `"string"` flavour puts
+onnxruntime-extensions' WordPiece tokenizer in front of that verified graph:
+a batch of strings in (`text`), the same outputs.
 """
 
 import os
@@ -21,7 +24,8 @@ import keras
 import numpy as np
 
 from kbert.export import checks
-from kbert.export.formats import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET
+from kbert.export.formats import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET, ONNX_FLAVOURS
+from kbert.export.onnx import strings
 from kbert.export.onnx.axes import BATCH, POSITIONS, SEQUENCE, name_axes
 from kbert.export.onnx.quantization import (
     QUANTIZATIONS,
@@ -55,12 +59,13 @@ def onnx(
     model,
     path,
     opset=DEFAULT_OPSET,
+    flavour="token_ids",
     source=None,
     quantization=None,
     min_agreement=DEFAULT_MIN_AGREEMENT,
     overwrite=False,
 ):
-    """Exports `model` (token ids in) to a verified ONNX file at `path`.
+    """Exports `model` (token ids or strings in) to a verified ONNX file at `path`.
 
     Works on the current Keras backend. Before the file appears at `path`,
     `onnx.checker` checks it and `onnxruntime` runs it on real sentences at
@@ -70,10 +75,22 @@ def onnx(
     (`kbert.export.onnx.quantization`) and must then predict as the Keras
     model does on `min_agreement` of 500 held-out reviews.
 
+    `flavour="string"` puts the WordPiece tokenizer in the graph
+    (onnxruntime-extensions' `BertTokenizer` op, `kbert.export.onnx.strings`):
+    the file takes a batch of texts, truncated and padded to the
+    preprocessor's `sequence_length` as `predict` does, and answers the same
+    outputs. It is verified once more, on the real sentences as text, within
+    1e-4 of Keras `predict` (a quantized one against the quantized token-id
+    graph it wraps), and the tokenizer's ids against the model's own; an app
+    registers onnxruntime-extensions' custom-op library to run it.
+
     Args:
         model: a kbert task model or backbone.
         path: the `.onnx` file to write.
         opset: the ONNX opset (>= 17; default 18, which JAX's exporter needs).
+        flavour: `"token_ids"` (default) or `"string"` (needs
+            `model.preprocessor` and onnxruntime-extensions; one text per
+            row: classifiers, token classifiers, embedders).
         source: where the model came from (preset directory or `.keras`
             file), kept in the export record for `kbert verify`.
         quantization: None (float32), `"dynamic_int8"` (recommended: int8
@@ -107,6 +124,16 @@ def onnx(
     ...                            quantization="dynamic_int8", min_agreement=0.5)
     >>> record["quantization"], record["quantized"]["agreement"]["kind"]
     ('dynamic_int8', 'argmax')
+    >>> record = kbert.export.onnx(classifier, "strings.onnx", flavour="string")
+    >>> record["inputs"], record["runtimes"]
+    (['text'], ['onnxruntime'])
+    >>> import onnxruntime_extensions
+    >>> options = onnxruntime.SessionOptions()
+    >>> options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
+    >>> session = onnxruntime.InferenceSession("strings.onnx", options)
+    >>> texts = np.array(["A fine film.", "Dull."])  # a batch of texts
+    >>> session.run(["probabilities"], {"text": texts})[0].shape
+    (2, 2)
     """
     check_target(path, "onnx", overwrite)
     if opset < MIN_OPSET:
@@ -117,6 +144,8 @@ def onnx(
             f"graphs need opset >= {JAX_MIN_OPSET} (ReduceMean takes its axes as an "
             "input from 18 on). Export with opset >= 18, or from TensorFlow or PyTorch."
         )
+    if flavour not in ONNX_FLAVOURS:
+        raise ValueError(f"flavour must be one of {ONNX_FLAVOURS}; got {flavour!r}.")
     if quantization not in QUANTIZATIONS and not isinstance(
         quantization, QuantizationRecipe
     ):
@@ -126,6 +155,8 @@ def onnx(
         )
     model = model.merge_lora()  # a LoRA model exports as the plain model it equals
     spec = export_spec(model)
+    if flavour == "string":
+        strings.check_string_model(model, spec)
     backend = keras.backend.backend()
     converters = {"tensorflow": _from_tensorflow, "torch": _from_torch, "jax": _from_jax}
     data = verification_data(model, spec)
@@ -148,13 +179,17 @@ def onnx(
         quantized = None
         if quantization:
             quantized = quantize_and_verify(model, spec, tmp, quantization, min_agreement)
+        details = {"inputs": list(spec.token_inputs), "flavour": flavour}
+        probe = data.token_batches[-1]
+        if flavour == "string":
+            details, probe = _with_tokenizer(model, spec, tmp, data, quantized)
         export_record = build_record(
             "onnx",
             model,
             spec,
             source,
             verification,
-            inputs=list(spec.token_inputs),
+            **details,
             opset=opset,
             converter={
                 "tensorflow": "tf2onnx",
@@ -167,8 +202,55 @@ def onnx(
         )
         if quantized:
             export_record["quantized"] = quantized
-        write_with_record(tmp, "onnx", export_record, data.token_batches[-1])
+        write_with_record(tmp, "onnx", export_record, probe)
     return export_record
+
+
+def _with_tokenizer(model, spec, path, data, quantized):
+    """Puts the tokenizer in front of the verified token-id file at `path`
+    and verifies the string file on the real sentences as text: within 1e-4
+    of Keras (float32) or of the quantized token-id file it wraps, with the
+    tokenizer's ids checked against the model's own
+    (`strings.tokenization_check`). Returns the record's details and a probe
+    (two texts)."""
+    import onnx as onnx_lib  # lazy: a heavy optional library
+
+    texts, features = data.texts, data.token_batches[0]
+    if quantized:
+        want, against = OnnxRunner(path)(features), "the quantized token-id graph"
+    else:
+        want, against = keras_outputs(model, features), "Keras"
+    merged = strings.prepend_tokenizer(onnx_lib.load(path), model.preprocessor, spec)
+    onnx_lib.save(merged, path)
+    # The ids first (the message then says it is the tokenizer), the outputs then.
+    tokenizer = strings.tokenization_check(model, spec, texts)
+    feeds = strings.string_feeds(spec, texts)
+    got = OnnxRunner(path)(feeds)
+    context = f"ONNX (string) on {len(feeds[spec.text_inputs[0]])} real sentences as text"
+    diffs = checks.check_close(
+        {k: got[k] for k in spec.output_names}, want, checks.FLOAT_TOLERANCE, context
+    )
+    if spec.per_token_outputs:
+        checks.check_equal(got, {"token_ids": features["token_ids"]}, context)
+    tokenizer["verification"] = {
+        "inputs": data.source,
+        "against": against,
+        "tolerance": checks.FLOAT_TOLERANCE,
+        "max_abs_diff": diffs,
+    }
+    outputs = list(spec.output_names) + (["token_ids"] if spec.per_token_outputs else [])
+    details = {
+        "inputs": list(spec.text_inputs),
+        "flavour": "string",
+        "text_inputs": list(spec.text_inputs),
+        "sequence_length": model.preprocessor.sequence_length,
+        "outputs": outputs,
+        "runtimes": ["onnxruntime"],
+        "custom_ops": "onnxruntime-extensions",
+        "tokenizer": tokenizer,
+    }
+    probe = {name: value[:2] for name, value in feeds.items()}
+    return details, probe
 
 
 def _input_names(spec):

@@ -1,18 +1,53 @@
 """A written ONNX file re-measured for `kbert verify`: on onnxruntime and, on
 OpenVINO, at the precision it picks for this CPU and at float32; with the
-bound its exporter verified it with (`token_id_bound`)."""
+bound its exporter verified it with (`token_id_bound`). A `"string"` file
+(tokenizer in the graph) runs on onnxruntime with onnxruntime-extensions, fed
+the texts themselves, with a note on how its tokenizer reads accented and
+mobile-style text."""
 
 from kbert.export.checks import FLOAT_TOLERANCE
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.measurements import first_row, median_seconds
 from kbert.export.onnx.runner import OnnxRunner
+from kbert.export.onnx.strings import OnnxTokenizer, string_feeds
 from kbert.export.openvino.runner import OpenVinoRunner
+from kbert.export.tflite.tokenizer_divergence import describe, tokenizer_divergence
 
 
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     """Outputs and batch-1 latency of the ONNX file at `artifact` on `runtime`
     (see `kbert.export.formats.Exporter.measure`)."""
+    if record.get("flavour") == "string":
+        return run_strings(artifact, record, model, spec, texts, features, repeats, runtime)
     return run_token_ids(artifact, record, features, repeats, runtime, "onnx")
+
+
+def run_strings(path, record, model, spec, texts, features, repeats, runtime):
+    """A `"string"` ONNX file fed `texts` on onnxruntime (with
+    onnxruntime-extensions' ops); `features` are the model's own token inputs
+    for the same texts, which Keras is compared on."""
+    if runtime != "onnxruntime":
+        raise ValueError(
+            "A string-flavour ONNX file runs on onnxruntime with onnxruntime-extensions "
+            f"(its tokenizer is a custom op); got runtime={runtime!r}."
+        )
+    runner = OnnxRunner(path)
+    feeds = string_feeds(spec, texts)
+    got = runner(feeds)
+    one = {name: value[:1] for name, value in feeds.items()}
+    seconds = median_seconds(lambda: runner(one), repeats=repeats)
+    quantization = record.get("quantization")
+    served = OnnxTokenizer(model.preprocessor, sequence_length=1024)
+    divergence = tokenizer_divergence(model.preprocessor.tokenizer, served, served.name)
+    return {
+        "outputs": {k: v for k, v in got.items() if k in spec.output_names},
+        "features": features,
+        "seconds": seconds,
+        "runtime": "onnxruntime + onnxruntime-extensions (CPU)",
+        "bound": token_id_bound(record, "f32"),
+        "format": "onnx string" + (f" {quantization}" if quantization else ""),
+        "tokenizer": describe(divergence),
+    }
 
 
 def token_id_bound(record, precision):
