@@ -173,7 +173,7 @@ def artifact_runtimes(path, installed=True):
     ('default',)
     """
     exporter = exporter_named(records.artifact_format(path))
-    own = records.read_record(path).get("runtimes")
+    own = records.read_record(path).get("runtimes") if os.path.exists(path) else None
     return tuple(
         runtime
         for runtime in exporter.runtimes
