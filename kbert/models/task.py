@@ -503,15 +503,11 @@ class Task(
         outputs put back together from its windows (see `predict`)."""
         self._follow_variable_changes()
         stride = self._window_stride(long_texts, stride)
-        if stride is not None and self.output_sequence_axis is not None:
-            raise ValueError(
-                f'{type(self).__name__}.evaluate(long_texts="windows") is not '
-                "supported: its outputs are per token, and its labels follow the "
-                'words of the text. predict(texts, long_texts="windows") gives '
-                "outputs for the whole text to score."
-            )
         if stride is not None and self._takes_raw(x):
             self._check_raw_count(x)
+            if y is None:
+                raise ValueError('evaluate(long_texts="windows") needs labels `y`.')
+            y = self.window_targets(x, y, stride)  # checked before the model runs
             outputs = self.predict(
                 x, batch_size, verbose=0, long_texts=long_texts, stride=stride
             )
@@ -534,10 +530,21 @@ class Task(
         elif isinstance(x, dict):
             self.check_targets(x, y)
 
+    def window_targets(self, x, y, stride):
+        """The labels `y` of raw samples `x` as `evaluate(long_texts="windows")`
+        scores them against `join_windows`' outputs: one per text as given,
+        unless the outputs are per token (a task then says how its labels
+        follow the joined tokens, as `BertTokenClassifier` does)."""
+        if self.output_sequence_axis is not None:
+            raise ValueError(
+                f'{type(self).__name__}.evaluate(long_texts="windows") is not '
+                "supported: its outputs are per token. predict(texts, "
+                'long_texts="windows") gives outputs for the whole text to score.'
+            )
+        return y
+
     def _score(self, outputs, y, sample_weight, return_dict):
         """`evaluate`'s result for outputs already computed."""
-        if y is None:
-            raise ValueError('evaluate(long_texts="windows") needs labels `y`.')
         self.reset_metrics()
         y, sample_weight = (
             None if v is None else keras.tree.map_structure(keras.ops.convert_to_tensor, v)

@@ -238,11 +238,11 @@ def hf_word_windows(tmp_path, words, stride):
     return [(e.ids, e.word_ids, e.offsets) for e in [encoding] + encoding.overflowing]
 
 
-def reference_word_tags(model, tmp_path, text, stride, id2label):
-    """Each word's tag from its first piece's logits in the window where
-    that piece has the most context (min pieces before, after; the first
-    such window), computed window by window."""
-    best = {}  # word -> (context, tag)
+def reference_word_logits(model, tmp_path, text, stride):
+    """Each word's first-piece logits from the window where that piece has
+    the most context (min pieces before, after; the first such window),
+    computed window by window."""
+    best = {}  # word -> (context, logits)
     windows = hf_word_windows(tmp_path, text.split(), stride)
     all_logits = run_windows(model, [ids for ids, _, _ in windows])
     for (ids, word_ids, offsets), logits in zip(windows, all_logits):
@@ -253,8 +253,13 @@ def reference_word_tags(model, tmp_path, text, stride, id2label):
                 continue
             context = min(piece, pieces - 1 - piece)
             if word not in best or context > best[word][0]:
-                best[word] = (context, id2label[int(np.argmax(logits[1 + piece]))])
-    return [best[word][1] for word in range(len(text.split()))]
+                best[word] = (context, logits[1 + piece])
+    return np.array([best[word][1] for word in range(len(text.split()))])
+
+
+def reference_word_tags(model, tmp_path, text, stride, id2label):
+    logits = reference_word_logits(model, tmp_path, text, stride)
+    return [id2label[int(label)] for label in np.argmax(logits, -1)]
 
 
 def bio_reference(text, tags):
@@ -404,6 +409,38 @@ def test_fit_trains_on_windows_and_evaluate_scores_texts():
     np.testing.assert_allclose(history.history["loss"][0], want, rtol=1e-5)
 
 
+def test_token_classifier_evaluate_scores_every_word_of_whole_texts(tmp_path):
+    """Loss and accuracy over every word of each text, each from its
+    first piece in its best window (the reference: `tokenizers` windows)."""
+    tagger = randomized(
+        kbert.BertTokenClassifier(backbone(), 3, preprocessor=preprocessor())
+    )
+    texts = [LONG, SHORT[2], LONG[:40]]
+    rng = np.random.default_rng(0)
+    labels = [rng.integers(0, 3, len(text.split())).tolist() for text in texts]
+    scores = tagger.evaluate(
+        texts, labels, long_texts="windows", stride=3, return_dict=True, verbose=0
+    )
+    logits = np.concatenate([reference_word_logits(tagger, tmp_path, t, 3) for t in texts])
+    words = np.concatenate(labels)
+    assert len(words) == sum(len(text.split()) for text in texts) > 3 * (LENGTH - 2)
+    want_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(words, logits)
+    np.testing.assert_allclose(
+        scores["loss"], keras.ops.convert_to_numpy(want_loss), rtol=1e-5
+    )
+    np.testing.assert_allclose(scores["accuracy"], np.mean(logits.argmax(-1) == words))
+    # Texts that fit: the truncate path's scores.
+    short_labels = [[0, 1, 2], [1, 1, 0, 2], [2, 0, 1, 1, 0]]
+    fitting = tagger.evaluate(
+        SHORT, short_labels, long_texts="windows", stride=3, return_dict=True, verbose=0
+    )
+    truncated = tagger.evaluate(SHORT, short_labels, return_dict=True, verbose=0)
+    for name in ("loss", "accuracy"):
+        np.testing.assert_allclose(fitting[name], truncated[name], rtol=1e-6)
+    with pytest.raises(ValueError, match="needs labels"):
+        tagger.evaluate(texts, long_texts="windows", stride=3)
+
+
 @pytest.mark.parametrize(
     "arguments, match",
     [
@@ -490,5 +527,8 @@ def test_pipelines_read_long_texts_in_windows():
         ValueError, match=r"BertQuestionAnswerer does not take.*`doc_stride`"
     ):
         answerer.predict([("who?", LONG)], long_texts="windows", verbose=0)
-    with pytest.raises(ValueError, match=r"BertTokenClassifier.evaluate\(long_texts"):
-        tagger.evaluate([LONG], [[0] * len(LONG.split())], long_texts="windows")
+    extractor = kbert.BertFeatureExtractor(
+        backbone(), layers=(-1,), preprocessor=preprocessor()
+    )
+    with pytest.raises(ValueError, match=r"BertFeatureExtractor.evaluate\(long_texts"):
+        extractor.evaluate([LONG], [0], long_texts="windows")
