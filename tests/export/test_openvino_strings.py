@@ -257,8 +257,15 @@ def test_a_per_token_model_also_returns_its_token_ids(tmp_path):
     np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4, rtol=0)
 
 
-def test_what_the_string_flavour_cannot_serve_is_refused_by_name(tmp_path):
+def test_what_the_string_flavour_cannot_serve_is_refused_by_name(tmp_path, capsys):
+    from kbert.cli import main
+
     path = tmp_path / "ir"
+    command = ["export", "no/such/model", "--format", "openvino", "-o", str(path)]
+    assert main([*command, "--flavour", "mediapipe"]) == 1  # before the model loads
+    assert "--flavour mediapipe: --format openvino offers token_ids, string" in (
+        capsys.readouterr().err
+    )
     with pytest.raises(ValueError, match=r"flavour='mediapipe': OpenVINO export offers"):
         kbert.export.openvino(None, str(path), flavour="mediapipe")
     masked_lm = tiny_model("BertMaskedLM")
