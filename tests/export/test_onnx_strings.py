@@ -151,6 +151,16 @@ def test_truncation_keeps_sep_as_the_packer_does():
     assert strings.OnnxTokenizer(packer).ids([])["token_ids"].shape == (0, 24)
 
 
+@pytest.mark.backend_independent
+def test_a_vocabulary_without_mask():
+    from kbert.preprocessing import BertPreprocessor, BertTokenizer
+
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b"])
+    packer = BertPreprocessor(tokenizer, sequence_length=6)
+    got = strings.OnnxTokenizer(packer).ids(["a b c"])
+    np.testing.assert_array_equal(got["token_ids"], [[2, 4, 5, 1, 3, 0]])
+
+
 # The fine-tuned classifier -------------------------------------------------
 
 

@@ -59,6 +59,7 @@ from kbert.export.tflite.tokenizer_divergence import (
     tokenizer_divergence,
     warn_on_divergence,
 )
+from kbert.preprocessing.vocabulary import UNK
 
 DOMAIN = "ai.onnx.contrib"
 TOKENIZER_OP = "BertTokenizer"
@@ -124,12 +125,15 @@ def op_attributes(tokenizer):
     >>> {k: v for k, v in attributes.items() if k != "vocab_file"}
     {'do_lower_case': 1, 'strip_accents': 1, 'tokenize_chinese_chars': 1}
     """
-    return {
+    attributes = {
         "vocab_file": "\n".join(tokenizer.get_vocabulary()),
         "do_lower_case": int(tokenizer.lowercase),
         "strip_accents": int(tokenizer._strip),
         "tokenize_chinese_chars": 1,
     }
+    if tokenizer.mask_token_id is None:  # the op looks [MASK] up when it loads
+        attributes["mask_token"] = UNK
+    return attributes
 
 
 def tokenizer_model(preprocessor, text_input, opset, ir_version, sequence_length=None):
