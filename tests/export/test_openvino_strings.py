@@ -277,6 +277,18 @@ def test_what_the_string_flavour_cannot_serve_is_refused_by_name(tmp_path, capsy
     assert os.listdir(tmp_path) == []
 
 
+def test_a_library_export_needs_is_named_before_any_work(tmp_path, monkeypatch):
+    from kbert.export.openvino import strings
+
+    libraries = {**strings.EXPORT_LIBRARIES, "no_such_module": "transformers"}
+    monkeypatch.setattr(strings, "EXPORT_LIBRARIES", libraries)
+    with pytest.raises(ImportError, match="pip install transformers to export"):
+        kbert.export.openvino(
+            tiny_model(num_classes=2), str(tmp_path / "ir"), flavour="string"
+        )
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_tokenizer_that_splits_otherwise_is_refused(tmp_path, monkeypatch):
     """An IR whose tokenizer is not the model's (here: cased, for an uncased
     model) is refused by its tokenization count; nothing is written."""

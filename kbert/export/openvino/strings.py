@@ -30,6 +30,8 @@ openvino-tokenizers extension only (`import openvino_tokenizers` in Python,
 `core.add_extension(<libopenvino_tokenizers.so>)` elsewhere).
 """
 
+import importlib.util
+
 import numpy as np
 
 from kbert.export.checks import ExportVerificationError
@@ -49,12 +51,35 @@ TOKENIZER_OUTPUTS = {
 MIN_TOKENIZATION_PARITY = 0.99
 
 
+# What exporting the string flavour imports (running the IR needs openvino and
+# openvino_tokenizers only): pip name by module.
+EXPORT_LIBRARIES = {
+    "openvino_tokenizers": "openvino-tokenizers",
+    "transformers": "transformers",
+    "tokenizers": "tokenizers",
+}
+
+
 def check_string_model(model, spec):
-    """Raises `ValueError` for a model the string flavour cannot serve.
+    """Raises `ValueError` for a model the string flavour cannot serve, and
+    `ImportError` naming what exporting it needs and is not installed, before
+    any work.
 
     Example:
     >>> check_string_model(classifier, spec)
     """
+    missing = [
+        name
+        for module, name in EXPORT_LIBRARIES.items()
+        if not importlib.util.find_spec(module)
+    ]
+    if missing:
+        raise ImportError(
+            'kbert.export.openvino(..., flavour="string") builds the IR\'s tokenizer '
+            "with openvino-tokenizers, which converts a Hugging Face tokenizer: "
+            f"pip install {' '.join(missing)} to export (running the IR needs only "
+            "openvino and openvino-tokenizers)."
+        )
     if model.preprocessor is None:
         raise ValueError(
             'flavour="string" needs the model\'s preprocessor (its vocabulary and '
