@@ -91,6 +91,15 @@ def _classifier():
     )
 
 
+def _letters_classifier():
+    """A tiny classifier whose vocabulary has every letter and digit as a
+    word piece (as real BERT vocabularies do): what the ONNX string flavour's
+    tokenizer needs to read words as the model's tokenizer does."""
+    from tests.export.export_helpers import tiny_model
+
+    return tiny_model(num_classes=2)
+
+
 def _spec():
     from kbert.export.spec import export_spec
 

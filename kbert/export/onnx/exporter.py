@@ -124,7 +124,8 @@ def onnx(
     ...                            quantization="dynamic_int8", min_agreement=0.5)
     >>> record["quantization"], record["quantized"]["agreement"]["kind"]
     ('dynamic_int8', 'argmax')
-    >>> record = kbert.export.onnx(classifier, "strings.onnx", flavour="string")
+    >>> # Every letter is a piece of its vocabulary, as in BERT's (see .strings)
+    >>> record = kbert.export.onnx(letters_classifier, "strings.onnx", flavour="string")
     >>> record["inputs"], record["runtimes"]
     (['text'], ['onnxruntime'])
     >>> import onnxruntime_extensions

@@ -9,7 +9,7 @@ from kbert.export.checks import FLOAT_TOLERANCE
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.measurements import first_row, median_seconds
 from kbert.export.onnx.runner import OnnxRunner
-from kbert.export.onnx.strings import OnnxTokenizer, string_feeds
+from kbert.export.onnx.strings import LONG, OnnxTokenizer, string_feeds
 from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.export.tflite.tokenizer_divergence import describe, tokenizer_divergence
 
@@ -37,7 +37,7 @@ def run_strings(path, record, model, spec, texts, features, repeats, runtime):
     one = {name: value[:1] for name, value in feeds.items()}
     seconds = median_seconds(lambda: runner(one), repeats=repeats)
     quantization = record.get("quantization")
-    served = OnnxTokenizer(model.preprocessor, sequence_length=1024)
+    served = OnnxTokenizer(model.preprocessor, sequence_length=LONG)
     divergence = tokenizer_divergence(model.preprocessor.tokenizer, served, served.name)
     return {
         "outputs": {k: v for k, v in got.items() if k in spec.output_names},
