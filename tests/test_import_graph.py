@@ -52,6 +52,9 @@ LAZY = {
     "huggingface_hub",  # optional: hf:// handles only
     "matplotlib",
     "ray",  # optional: the distributed engine, kbert-keras[ray]
+    "openvino_tokenizers",  # optional: the string-flavour OpenVINO IR only
+    "transformers",  # optional: exporting the string-flavour OpenVINO IR only
+    "tokenizers",  # optional: exporting the string-flavour OpenVINO IR only
 }
 
 # Keras' TensorFlow backend loads TensorFlow.

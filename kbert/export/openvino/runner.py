@@ -109,7 +109,7 @@ def _load_tokenizer_extension(path):
     """Registers openvino-tokenizers' ops with OpenVINO (the string flavour's
     tokenizer runs on them)."""
     try:
-        import openvino_tokenizers  # noqa: F401 - lazy: registers the extension
+        import openvino_tokenizers  # noqa: F401  # lazy: registers the tokenizer ops
     except ImportError as error:
         raise ImportError(
             f"{path} takes strings: its tokenizer runs on the openvino-tokenizers "
