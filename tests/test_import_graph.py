@@ -55,6 +55,7 @@ LAZY = {
     "openvino_tokenizers",  # optional: the string-flavour OpenVINO IR only
     "transformers",  # optional: exporting the string-flavour OpenVINO IR only
     "tokenizers",  # optional: exporting the string-flavour OpenVINO IR only
+    "onnxruntime_extensions",  # optional: the string-flavour ONNX file only
 }
 
 # Keras' TensorFlow backend loads TensorFlow.

@@ -62,6 +62,8 @@ from kbert.export.tflite.tokenizer_divergence import (
     tokenizer_divergence,
     warn_on_divergence,
 )
+from kbert.export.tflite.verification import tokenization_parity
+from kbert.export.verification_data import texts_to_features
 from kbert.preprocessing.vocabulary import UNK
 
 DOMAIN = "ai.onnx.contrib"
@@ -288,8 +290,8 @@ def session_options():
     import onnxruntime  # lazy: a runtime loads only when an artifact is run
 
     try:
-        # lazy: the custom ops only for a string-flavour file
-        import onnxruntime_extensions
+        # It imports torch and transformers when they are installed.
+        import onnxruntime_extensions  # lazy: only for a string-flavour file
     except ImportError as error:
         raise ImportError(
             "This ONNX file tokenizes strings with onnxruntime-extensions' "
@@ -359,9 +361,6 @@ def tokenization_check(model, spec, texts):
     `tokenizer` entry. Raises `ExportVerificationError` when fewer than
     `MIN_TOKENIZATION_PARITY` of `texts` agree; warns
     (`TokenizerDivergenceWarning`) on a difference in the others."""
-    from kbert.export.tflite.verification import tokenization_parity
-    from kbert.export.verification_data import texts_to_features
-
     preprocessor = model.preprocessor
     served = OnnxTokenizer(preprocessor)
     own, _ = texts_to_features(preprocessor, spec, texts)
