@@ -10,7 +10,7 @@ until one reaches the end of the context. TensorFlow ops, so it runs inside
 """
 
 from kbert.models.windows import piece_windows
-from kbert.utils.long_texts import warn_long_questions
+from kbert.utils.long_texts import count_cut
 
 
 def default_doc_stride(sequence_length):
@@ -74,7 +74,8 @@ def _question_ids(tokenizer, questions, max_question_length):
 
     question_ids = tokenizer.tokenize_tensor(questions)
     if max_question_length is not None:
-        if tf.executing_eagerly():  # in tf.data there is no count to give
-            warn_long_questions(question_ids.row_lengths().numpy(), max_question_length)
-        question_ids = question_ids[:, :max_question_length]
+        lengths = question_ids.row_lengths()
+        counted = count_cut(lengths, max_question_length, "max_question_length")
+        with tf.control_dependencies(counted):
+            question_ids = question_ids[:, :max_question_length]
     return question_ids

@@ -255,12 +255,23 @@ class Task(
             return
         if not hasattr(dataset, "take") or not _is_dataset(dataset):
             return
-        first = dataset.take(1)
         if self._takes_raw(dataset):
-            first = self._bucketed_raw_dataset(first)
-        for element in first.as_numpy_iterator():
+            first = [
+                batch for batch in [self._first_raw_batch(dataset)] if batch is not None
+            ]
+        else:
+            first = dataset.take(1).as_numpy_iterator()
+        for element in first:
             x, y, _ = keras.utils.unpack_x_y_sample_weight(element)
             self.check_targets(x, y)
+
+    def _first_raw_batch(self, dataset):
+        """The first batch of a `tf.data.Dataset` of raw samples, preprocessed;
+        its texts are not counted (the call reads them again)."""
+        with long_texts_lib.uncounted():
+            for batch in self._bucketed_raw_dataset(dataset.take(1)).as_numpy_iterator():
+                return batch
+        return None  # an empty dataset
 
     def _check_raw_count(self, x):
         """In-memory raw samples: refuse none at all by name."""
@@ -322,11 +333,14 @@ class Task(
         buckets = length_batching.bucket_lengths(self._sequence_length, coarse)
         buckets = tf.constant(buckets)
         axis = self.output_sequence_axis
+        limits = []  # what `cut` counts texts against, known once traced
 
         def cut(*element):
-            x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
-                self.preprocess_samples(*element)
-            )
+            with long_texts_lib.deferred_counts() as deferred:
+                x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+                    self.preprocess_samples(*element)
+                )
+            limits[:] = [(limit, name) for _, limit, name in deferred]
             mask = tf.cast(x["padding_mask"], tf.int32)
             longest = tf.reduce_max(tf.reduce_sum(mask, axis=-1))
             length = tf.gather(buckets, tf.argmax(tf.cast(buckets >= longest, tf.int32)))
@@ -344,10 +358,20 @@ class Task(
                 None if v is None else tf.nest.map_structure(cut_label, v)
                 for v in (y, sample_weight)
             )
-            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+            lengths = tuple(lengths for lengths, _, _ in deferred)
+            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight), lengths
+
+        def counted(batch, lengths):  # as the batch is read: the texts it cut
+            counts = [
+                op
+                for value, (limit, name) in zip(lengths, limits)
+                for op in long_texts_lib.count_cut(value, limit, name)
+            ]
+            with tf.control_dependencies(counts):
+                return tf.nest.map_structure(tf.identity, batch)
 
         mapped = dataset.map(cut, num_parallel_calls=tf.data.AUTOTUNE)
-        return mapped.prefetch(tf.data.AUTOTUNE)
+        return mapped.prefetch(tf.data.AUTOTUNE).map(counted)
 
     @property
     def _coarse_training_buckets(self):
@@ -362,6 +386,12 @@ class Task(
                     'long_texts="windows" takes in-memory samples, not a tf.data.Dataset.'
                 )
             self._check_dataset_targets(x)
+            # Keras builds metrics on a batch it reads (and, on JAX and PyTorch,
+            # one it reads ahead) before the first step; built here on one that
+            # is not counted, so that the warning counts the texts run.
+            first = self._first_raw_batch(x)
+            if first is not None:
+                self._symbolic_build(data_batch=first)
             return self._bucketed_raw_dataset(x, self._coarse_training_buckets)
         features, y, sample_weight = self._raw_arrays(
             x, y, sample_weight, stride, targets=True
@@ -428,7 +458,8 @@ class Task(
         )
         stride = self._window_stride(long_texts, stride)
         validation_batch_size = kwargs.pop("validation_batch_size", None) or batch_size
-        # training and validation texts are cut in one call: one warning
+        # training and validation texts are cut in one call, and a tf.data
+        # map counts as fit reads it: one warning, when fit ends
         with long_texts_lib.one_truncation_warning():
             if self._takes_raw(x):
                 validation_split = kwargs.pop("validation_split", 0.0)
@@ -455,20 +486,20 @@ class Task(
                 kwargs["validation_data"] = self._validation_data(
                     kwargs["validation_data"], validation_batch_size, stride
                 )
-        if validation_batch_size is not None and not _is_batched(
-            kwargs.get("validation_data")
-        ):
-            kwargs["validation_batch_size"] = validation_batch_size
-        if _is_batched(x):
-            shuffle = False  # batches come shuffled (or not) as they are
-        return super().fit(
-            x,
-            y,
-            batch_size=batch_size,
-            sample_weight=sample_weight,
-            shuffle=shuffle,
-            **kwargs,
-        )
+            if validation_batch_size is not None and not _is_batched(
+                kwargs.get("validation_data")
+            ):
+                kwargs["validation_batch_size"] = validation_batch_size
+            if _is_batched(x):
+                shuffle = False  # batches come shuffled (or not) as they are
+            return super().fit(
+                x,
+                y,
+                batch_size=batch_size,
+                sample_weight=sample_weight,
+                shuffle=shuffle,
+                **kwargs,
+            )
 
     def _validation_data(self, validation_data, batch_size, stride=None):
         if isinstance(validation_data, keras.utils.PyDataset):
@@ -503,24 +534,25 @@ class Task(
         outputs put back together from its windows (see `predict`)."""
         self._follow_variable_changes()
         stride = self._window_stride(long_texts, stride)
-        if stride is not None and self._takes_raw(x):
-            self._check_raw_count(x)
-            if y is None:
-                raise ValueError('evaluate(long_texts="windows") needs labels `y`.')
-            y = self.window_targets(x, y, stride)  # checked before the model runs
-            outputs = self.predict(
-                x, batch_size, verbose=0, long_texts=long_texts, stride=stride
+        with long_texts_lib.one_truncation_warning():  # a tf.data map counts as read
+            if stride is not None and self._takes_raw(x):
+                self._check_raw_count(x)
+                if y is None:
+                    raise ValueError('evaluate(long_texts="windows") needs labels `y`.')
+                y = self.window_targets(x, y, stride)  # checked before the model runs
+                outputs = self.predict(
+                    x, batch_size, verbose=0, long_texts=long_texts, stride=stride
+                )
+                return self._score(outputs, y, sample_weight, kwargs.get("return_dict"))
+            # `fit` evaluates its (already bucketed) validation data this way.
+            if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
+                x = self._training_data(x, y, sample_weight, batch_size, shuffle=False)
+                y = sample_weight = batch_size = None
+            elif not kwargs.get("_use_cached_eval_dataset"):
+                self._check_given_targets(x, y)
+            return super().evaluate(
+                x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
             )
-            return self._score(outputs, y, sample_weight, kwargs.get("return_dict"))
-        # `fit` evaluates its (already bucketed) validation data this way.
-        if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
-            x = self._training_data(x, y, sample_weight, batch_size, shuffle=False)
-            y = sample_weight = batch_size = None
-        elif not kwargs.get("_use_cached_eval_dataset"):
-            self._check_given_targets(x, y)
-        return super().evaluate(
-            x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
-        )
 
     def _check_given_targets(self, x, y):
         """Model inputs given as they are: their targets checked, or a
@@ -605,13 +637,14 @@ class Task(
                 x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
             )
         if _is_dataset(x):
-            batches = (
-                (None, element if isinstance(element, dict) else element[0])
-                for element in self._bucketed_raw_dataset(x).as_numpy_iterator()
-            )
-            return bucketed_predict.run_batches(
-                self, batches, None, None, verbose, callbacks
-            )
+            with long_texts_lib.one_truncation_warning():  # counts as batches are made
+                batches = (
+                    (None, element if isinstance(element, dict) else element[0])
+                    for element in self._bucketed_raw_dataset(x).as_numpy_iterator()
+                )
+                return bucketed_predict.run_batches(
+                    self, batches, None, None, verbose, callbacks
+                )
         features = self._raw_arrays(x)[0]
         return self.predict_features(features, batch_size, verbose, callbacks)
 

@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from kbert.utils.long_texts import warn_truncated
+from kbert.utils.long_texts import count_cut
 
 IGNORE_LABEL = -100
 NO_WORD = -1
@@ -58,11 +58,11 @@ def align_words(tokenizer, texts, sequence_length, word_labels=None):
     batch = tf.shape(texts)[0]
     pieces_per_text = tf.cast(pieces.row_lengths(), tf.int32)
     budget = sequence_length - 2
-    if tf.executing_eagerly():  # count what packing cuts (not inside tf.data)
-        warn_truncated(pieces_per_text.numpy() + 2, sequence_length)
+    counted = count_cut(pieces_per_text + 2, sequence_length)
 
     def pack(values, cls_value, sep_value, pad_value):
-        values = values[:, :budget]
+        with tf.control_dependencies(counted):
+            values = values[:, :budget]
         column = tf.ones([batch, 1], tf.int32)
         packed = tf.concat([column * cls_value, values, column * sep_value], axis=1)
         return packed.to_tensor(default_value=pad_value, shape=[None, sequence_length])

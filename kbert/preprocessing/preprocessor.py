@@ -7,7 +7,7 @@ from kbert.preprocessing.layer import PreprocessingLayer, as_string_batch, to_ba
 from kbert.preprocessing.tokenizer import BertTokenizer
 from kbert.sources import resolve_source
 from kbert.utils.artifact_kinds import check_target
-from kbert.utils.long_texts import warn_truncated
+from kbert.utils.long_texts import count_cut
 
 
 def _is_segment_list(x):
@@ -127,18 +127,17 @@ class BertPreprocessor(PreprocessingLayer):
             offsets = [result[1:] for result in tokenized]
         else:
             ids, offsets = tokenized, None
-        if tf.executing_eagerly():  # count what packing cuts (not inside tf.data)
-            lengths = sum(part.row_lengths() for part in ids) + len(ids) + 1
-            warn_truncated(lengths.numpy(), self.sequence_length)
-        outputs = packer.pack(
-            ids,
-            self.sequence_length,
-            cls_id=self.tokenizer.cls_token_id,
-            sep_id=self.tokenizer.sep_token_id,
-            pad_id=self.tokenizer.pad_token_id,
-            truncation=self.truncation,
-            offsets=offsets,
-        )
+        lengths = sum(part.row_lengths() for part in ids) + len(ids) + 1
+        with tf.control_dependencies(count_cut(lengths, self.sequence_length)):
+            outputs = packer.pack(
+                ids,
+                self.sequence_length,
+                cls_id=self.tokenizer.cls_token_id,
+                sep_id=self.tokenizer.sep_token_id,
+                pad_id=self.tokenizer.pad_token_id,
+                truncation=self.truncation,
+                offsets=offsets,
+            )
         if not batched:
             outputs = {key: value[0] for key, value in outputs.items()}
         return outputs

@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import os
 import sys
+import threading
 import warnings
 
 import keras
@@ -136,6 +137,41 @@ def warn_long_questions(lengths, max_question_length):
     return _warn_over(lengths, max_question_length, "max_question_length")
 
 
+def count_cut(lengths, limit, limit_name="sequence_length"):
+    """Counts the texts (or questions) that `limit` cuts, from the TensorFlow
+    tensor `lengths`, wherever tokenization runs.
+
+    Eagerly it warns as `warn_truncated` does. Traced into a graph inside
+    `deferred_counts`, it lists the tensor for the caller to count later
+    (where batches are read, not where tf.data makes them ahead). Traced
+    inside `one_truncation_warning`, it returns an op to run before the cut
+    (`tf.control_dependencies`) that counts each time the graph runs, into
+    that scope's one warning; any other graph (an exported serving
+    signature) counts nothing and gets no op.
+    """
+    import tensorflow as tf  # lazy: only where text is tokenized, with TF
+
+    if tf.executing_eagerly():
+        _warn_over(lengths.numpy(), limit, limit_name)
+        return []
+    deferred, held = _DEFERRED.get(), _GRAPH_HELD.get()
+    if deferred is not None:
+        deferred.append((lengths, limit, limit_name))
+        return []
+    if held is None:
+        return []
+
+    def count(values):  # runs in tf.data's threads, as batches are made
+        token = _HELD.set(held)
+        try:
+            _warn_over(values, limit, limit_name)
+        finally:
+            _HELD.reset(token)
+        return np.int32(0)
+
+    return [tf.numpy_function(count, [lengths], tf.int32, stateful=True, name="count_cut")]
+
+
 def _warn_over(lengths, limit, limit_name):
     lengths = np.asarray(lengths).reshape(-1)
     truncated = int(np.sum(lengths > limit))
@@ -160,6 +196,12 @@ def _warn(truncated, total, longest, limit, limit_name):
 
 # The counts `held_truncations` gathers in this context, or None.
 _HELD = contextvars.ContextVar("kbert_held_truncations", default=None)
+# Where graphs traced in this context count as they run (`count_cut`), or None.
+_GRAPH_HELD = contextvars.ContextVar("kbert_graph_truncations", default=None)
+# The `(lengths, limit, limit_name)` that `count_cut` defers, or None.
+_DEFERRED = contextvars.ContextVar("kbert_deferred_counts", default=None)
+# `add_held` runs in the caller's thread and in tf.data's.
+_ADD_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -188,9 +230,10 @@ def held_truncations():
 def add_held(held, more):
     """Adds the counts `more` to `held` (both as `held_truncations` gives
     them): texts and cut texts summed, the longest kept, per limit."""
-    for key, (truncated, total, longest) in more.items():
-        was = held.get(key, (0, 0, 0))
-        held[key] = (was[0] + truncated, was[1] + total, max(was[2], longest))
+    with _ADD_LOCK:
+        for key, (truncated, total, longest) in more.items():
+            was = held.get(key, (0, 0, 0))
+            held[key] = (was[0] + truncated, was[1] + total, max(was[2], longest))
     return held
 
 
@@ -208,10 +251,39 @@ def warn_held(held):
 
 
 @contextlib.contextmanager
+def deferred_counts():
+    """Within (a `tf.data` map being traced), `count_cut` counts nothing
+    itself and lists its `(lengths, limit, limit_name)` in the yielded list,
+    for the caller to pass on and count with `count_cut` where the batches
+    are read: tf.data makes batches ahead (`prefetch`), and those never read
+    are not cut for the caller."""
+    deferred = []
+    token = _DEFERRED.set(deferred)
+    try:
+        yield deferred
+    finally:
+        _DEFERRED.reset(token)
+
+
+@contextlib.contextmanager
+def uncounted():
+    """Within, texts cut are not counted, eagerly or in graphs traced here: a
+    look at data that the call reads again (the first batch, for checks)."""
+    with held_truncations():
+        token = _GRAPH_HELD.set(None)
+        try:
+            yield
+        finally:
+            _GRAPH_HELD.reset(token)
+
+
+@contextlib.contextmanager
 def one_truncation_warning():
     """Within, texts cut warn once, on exit, their counts summed: one call
     that cuts texts in two places (`fit`'s training and validation texts)
-    warns once, counting every text it read. One warning per limit.
+    warns once, counting every text it read. One warning per limit. A
+    `tf.data` map traced within counts as it runs (`count_cut`), until the
+    scope ends: a text read in each of three epochs counts three times.
 
     Example:
     >>> with warnings.catch_warnings(record=True) as caught:
@@ -231,7 +303,11 @@ def one_truncation_warning():
     ['sequence_length', 'max_question_length']
     """
     with held_truncations() as held:
-        yield
+        token = _GRAPH_HELD.set(held)
+        try:
+            yield
+        finally:
+            _GRAPH_HELD.reset(token)
     warn_held(held)
 
 

@@ -137,6 +137,51 @@ def test_every_raw_text_path_warns_once():
         assert not caught(run, SHORT), task
 
 
+def counts(warning):
+    message = warning.message
+    return message.truncated, message.total, message.longest, message.limit_name
+
+
+def test_a_tf_data_dataset_of_raw_samples_counts_what_it_cuts():
+    """Counted in the tf.data graph as batches are made: one warning when the
+    call ends, every text counted each time it is read (each epoch)."""
+    import tensorflow as tf
+
+    y = np.array([0, 1, 0, 1, 0])
+    classifier = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
+    (eager,) = caught(lambda: classifier.predict(TEXTS, verbose=0))
+    truncated, total, longest, name = counts(eager)
+    assert (truncated, total) == (1, 5)
+    dataset = tf.data.Dataset.from_tensor_slices((TEXTS, y)).batch(2)
+    texts = dataset.map(lambda x, _: x)
+    for run, reads in [
+        (lambda: classifier.predict(texts, verbose=0), 1),
+        (lambda: classifier.evaluate(dataset, verbose=0), 1),
+        (lambda: classifier.fit(dataset, epochs=2, verbose=0), 2),
+        (lambda: classifier.fit(dataset, validation_data=dataset, verbose=0), 2),
+    ]:
+        (warning,) = caught(run)
+        assert counts(warning) == (reads * truncated, reads * total, longest, name)
+    short = tf.data.Dataset.from_tensor_slices(SHORT).batch(2)
+    assert not caught(lambda: classifier.predict(short, verbose=0))
+    # Per-word tasks and questions count in tf.data too.
+    tagger = kbert.BertTokenClassifier(backbone(), 3, preprocessor=preprocessor())
+    labels = tf.ragged.constant([[0] * len(t.split()) for t in TEXTS]).to_tensor(-100)
+    (tagged,) = caught(
+        lambda: tagger.evaluate(
+            tf.data.Dataset.from_tensor_slices((TEXTS, labels)).batch(2), verbose=0
+        )
+    )
+    (eager,) = caught(lambda: tagger.predict(TEXTS, verbose=0))
+    assert counts(tagged) == counts(eager)
+    # A serving graph traced outside a call counts nothing and keeps no op.
+    graph = tf.function(classifier.preprocessor.preprocess).get_concrete_function(
+        tf.TensorSpec([None], tf.string)
+    )
+    assert "count_cut" not in {op.type for op in graph.graph.get_operations()}
+    assert not any("count_cut" in op.name for op in graph.graph.get_operations())
+
+
 @pytest.mark.parametrize("stride", [0, 3])
 def test_classifier_windows_match_tokenizers_windows(tmp_path, stride):
     classifier = kbert.BertClassifier(backbone(), 3, preprocessor=preprocessor())
