@@ -57,14 +57,34 @@ def keras_forward(model):
     return run
 
 
-def run_worker(script, args, backend=None):
-    """Runs `python script args` in a fresh process; returns its JSON result."""
+def worker_environment(backend=None, cpus=None):
+    """The environment of a worker process: `KERAS_BACKEND`, quiet TensorFlow
+    and, when the worker is pinned to `cpus`, that many OpenMP threads."""
     env = dict(os.environ)
     if backend:
         env["KERAS_BACKEND"] = backend
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    if cpus:
+        env["OMP_NUM_THREADS"] = str(len(cpus))
+    return env
+
+
+def pinned(cpus):
+    """A `preexec_fn` pinning the child process to `cpus` (None: no pinning)."""
+    if not cpus:
+        return None
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def run_worker(script, args, backend=None, cpus=None):
+    """Runs `python script args` in a fresh process (pinned to the cores
+    `cpus` when given); returns its JSON result."""
     result = subprocess.run(
-        [sys.executable, script, *args], env=env, capture_output=True, text=True
+        [sys.executable, script, *args],
+        env=worker_environment(backend, cpus),
+        capture_output=True,
+        text=True,
+        preexec_fn=pinned(cpus),
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     if result.returncode or not lines:
