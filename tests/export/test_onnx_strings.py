@@ -378,7 +378,14 @@ def test_quantized_string_file(tmp_path):
     )
     kbert.export.onnx(model, id_path, quantization="dynamic_int8", min_agreement=0)
     assert record["quantization"] == "dynamic_int8"
-    assert record["tokenizer"]["verification"]["against"] == "the quantized token-id graph"
+    checked = record["tokenizer"]["verification"]
+    assert checked["against"] == "the quantized token-id graph"
+    # Same predictions, not 1e-4: onnxruntime fuses the id graph alone, and
+    # int8 scales taken at run time amplify that rounding (module docstring).
+    assert checked["tolerance"] is None and set(checked["max_abs_diff"]) == {
+        "logits",
+        "probabilities",
+    }
     texts = verification_texts(8, offset=300)
     got = OnnxRunner(string_path)({"text": texts})
     want = OnnxRunner(id_path)(features(model, texts))

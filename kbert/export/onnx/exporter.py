@@ -23,7 +23,7 @@ import weakref
 import keras
 import numpy as np
 
-from kbert.export import checks
+from kbert.export import agreement, checks
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET, ONNX_FLAVOURS
 from kbert.export.onnx import strings
 from kbert.export.onnx.axes import BATCH, POSITIONS, SEQUENCE, name_axes
@@ -228,15 +228,17 @@ def _with_tokenizer(model, spec, path, data, quantized):
     feeds = strings.string_feeds(spec, texts)
     got = OnnxRunner(path)(feeds)
     context = f"ONNX (string) on {len(feeds[spec.text_inputs[0]])} real sentences as text"
-    diffs = checks.check_close(
-        {k: got[k] for k in spec.output_names}, want, checks.FLOAT_TOLERANCE, context
-    )
+    outputs = {k: got[k] for k in spec.output_names}
+    if quantized:
+        diffs = _check_same_predictions(spec, outputs, want, features, quantized, context)
+    else:
+        diffs = checks.check_close(outputs, want, checks.FLOAT_TOLERANCE, context)
     if spec.per_token_outputs:
         checks.check_equal(got, {"token_ids": features["token_ids"]}, context)
     tokenizer["verification"] = {
         "inputs": data.source,
         "against": against,
-        "tolerance": checks.FLOAT_TOLERANCE,
+        "tolerance": None if quantized else checks.FLOAT_TOLERANCE,
         "max_abs_diff": diffs,
     }
     outputs = list(spec.output_names) + (["token_ids"] if spec.per_token_outputs else [])
@@ -252,6 +254,27 @@ def _with_tokenizer(model, spec, path, data, quantized):
     }
     probe = {name: value[:2] for name, value in feeds.items()}
     return details, probe
+
+
+def _check_same_predictions(spec, got, want, features, quantized, context):
+    """A quantized string file against the quantized token-id graph it wraps:
+    the same predictions (at the quantization's `min_agreement`), not 1e-4.
+    onnxruntime fuses the id graph's Add + LayerNormalization
+    (SkipLayerNormalization) alone but not behind the tokenizer's Loop, and
+    with run-time int8 scales that float rounding moves logits by about 1e-2
+    (0.007 measured on the demo classifier, dynamic_int8); the id graph
+    itself passed the agreement gate on the held-out reviews. Returns the
+    max |diff| per output, for the record."""
+    scores, kind = agreement.prediction_scores(spec, got, want, features)
+    diffs = checks.max_abs_diff(got, want, "The string file")
+    bound = quantized["agreement"]["min_agreement"]
+    if scores is not None and float(np.mean(scores)) < bound:
+        raise checks.ExportVerificationError(
+            f"{context}: {kind} agreement with the quantized token-id graph it wraps "
+            f"is {float(np.mean(scores)):.4f}, below min_agreement={bound}. "
+            "The artifact is not written."
+        )
+    return diffs
 
 
 def _input_names(spec):
