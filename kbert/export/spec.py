@@ -183,6 +183,32 @@ def weights_fingerprint(model):
     return digest.hexdigest()
 
 
+def check_one_text_per_row(model, spec, mask_reason, pairs_reason=""):
+    """Raises `ValueError` for a model a string-in graph of one text per row
+    cannot serve (ONNX's and OpenVINO's `flavour="string"`): no preprocessor,
+    `[MASK]` positions beside the text (`mask_reason` says why not), or more
+    than one text per row (`pairs_reason`, appended, says why not).
+
+    Example:
+    >>> check_one_text_per_row(classifier, spec, "it takes mask positions")
+    """
+    if model.preprocessor is None:
+        raise ValueError(
+            'flavour="string" needs the model\'s preprocessor (its vocabulary and '
+            'sequence length); attach one or use flavour="token_ids".'
+        )
+    if "mask_positions" in spec.token_inputs:
+        raise ValueError(
+            f'flavour="string" does not support a {spec.task}: {mask_reason}; '
+            'use flavour="token_ids".'
+        )
+    if spec.extra_dims or len(spec.text_inputs) != 1:
+        raise ValueError(
+            f'flavour="string" takes one text per row; a {spec.task} takes '
+            f'{", ".join(spec.text_inputs)}{pairs_reason}: use flavour="token_ids".'
+        )
+
+
 def token_input_shape(spec, batch_size=None, sequence_length=None, name="token_ids"):
     """Shape of one token input: (batch, *extra_dims, seq), or (batch, P) masks.
 

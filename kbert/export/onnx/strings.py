@@ -57,6 +57,7 @@ with the model's own tokenizer (`MIN_TOKENIZATION_PARITY`).
 import numpy as np
 
 from kbert.export import checks
+from kbert.export.spec import check_one_text_per_row
 from kbert.export.tflite.tokenizer_divergence import (
     DIVERGENCE_TEXTS,
     tokenizer_divergence,
@@ -97,22 +98,12 @@ def check_string_model(model, spec):
     Example:
     >>> check_string_model(classifier, spec)
     """
-    if model.preprocessor is None:
-        raise ValueError(
-            'flavour="string" needs the model\'s preprocessor (its vocabulary and '
-            'sequence length); attach one or use flavour="token_ids".'
-        )
-    if "mask_positions" in spec.token_inputs:
-        raise ValueError(
-            f'flavour="string" does not support a {spec.task}: onnxruntime-extensions\' '
-            'tokenizer splits literal [MASK]; use flavour="token_ids".'
-        )
-    if spec.extra_dims or len(spec.text_inputs) != 1:
-        raise ValueError(
-            f'flavour="string" takes one text per row; a {spec.task} takes '
-            f"{list(spec.text_inputs)} (onnxruntime-extensions' BertTokenizer "
-            'truncates pairs its own way): use flavour="token_ids".'
-        )
+    check_one_text_per_row(
+        model,
+        spec,
+        mask_reason="onnxruntime-extensions' tokenizer splits literal [MASK]",
+        pairs_reason=" (onnxruntime-extensions' BertTokenizer truncates pairs its own way)",
+    )
     tokenizer = model.preprocessor.tokenizer
     if tokenizer.max_input_chars_per_word != OP_MAX_CHARS_PER_WORD:
         raise ValueError(

@@ -35,6 +35,7 @@ import importlib.util
 import numpy as np
 
 from kbert.export.checks import ExportVerificationError
+from kbert.export.spec import check_one_text_per_row
 from kbert.export.tflite.tokenizer_divergence import DIVERGENCE_TEXTS
 from kbert.export.verification_data import token_features
 
@@ -80,21 +81,9 @@ def check_string_model(model, spec):
             f"pip install {' '.join(missing)} to export (running the IR needs only "
             "openvino and openvino-tokenizers)."
         )
-    if model.preprocessor is None:
-        raise ValueError(
-            'flavour="string" needs the model\'s preprocessor (its vocabulary and '
-            'sequence length); attach one or use flavour="token_ids".'
-        )
-    if "mask_positions" in spec.token_inputs:
-        raise ValueError(
-            f'flavour="string" does not support a {spec.task}: it takes mask '
-            'positions besides the text; use flavour="token_ids".'
-        )
-    if spec.extra_dims or len(spec.text_inputs) != 1:
-        raise ValueError(
-            f'flavour="string" takes one text per row; a {spec.task} takes '
-            f'{", ".join(spec.text_inputs)}: use flavour="token_ids".'
-        )
+    check_one_text_per_row(
+        model, spec, mask_reason="it takes mask positions besides the text"
+    )
 
 
 def _transformers_tokenizer(preprocessor):
