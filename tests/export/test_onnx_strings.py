@@ -37,6 +37,7 @@ from tests.export.export_helpers import (
     minilm_vocabulary_model,
     tiny_model,
 )
+from tests.preprocessing.corpus import cased_vocabulary, corpus_texts
 from tests.trained_models import demo_classifier_preset
 
 onnxruntime_extensions = pytest.importorskip("onnxruntime_extensions")
@@ -44,7 +45,6 @@ onnxruntime_extensions = pytest.importorskip("onnxruntime_extensions")
 from kbert.export.onnx import strings  # noqa: E402 - after the skip
 
 UNCASED_VOCAB = MINILM_VOCABULARY
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # The adversarial texts of tests/preprocessing/test_tokenizer_parity.py the
 # op splits otherwise than the model's tokenizer (kinds documented in
 # kbert/export/onnx/strings.py). Pinned: an onnxruntime-extensions upgrade
@@ -89,22 +89,15 @@ MAX_CORPUS_DIFFERENCES = strings.CORPUS_DIFFERENCES
 
 @pytest.fixture(scope="module")
 def corpus():
-    from kbert.data import rotten_tomatoes, vader_sentences
-
-    texts, _ = rotten_tomatoes()
-    sentences, _ = vader_sentences()
-    return texts + sentences
+    return corpus_texts()
 
 
 @pytest.fixture(scope="module")
 def vocabularies(corpus):
     """MiniLM's uncased vocabulary and a cased one trained on the corpus (as
     tests/preprocessing/test_tokenizer_parity.py does)."""
-    tokenizers = pytest.importorskip("tokenizers")
-    trainer = tokenizers.BertWordPieceTokenizer(lowercase=False)
-    trainer.train_from_iterator(corpus, vocab_size=8000, special_tokens=SPECIALS)
-    vocab = trainer.get_vocab()
-    return {"uncased": UNCASED_VOCAB, "cased": sorted(vocab, key=vocab.get)}
+    pytest.importorskip("tokenizers")
+    return {"uncased": UNCASED_VOCAB, "cased": cased_vocabulary(corpus)}
 
 
 def _both_ways(vocabulary, lowercase, texts):

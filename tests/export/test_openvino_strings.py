@@ -37,6 +37,7 @@ from tests.export.export_helpers import (
     minilm_vocabulary_model,
     tiny_model,
 )
+from tests.preprocessing.corpus import cased_vocabulary, corpus_texts
 from tests.trained_models import demo_classifier_preset
 
 openvino_tokenizers = pytest.importorskip("openvino_tokenizers")
@@ -63,18 +64,7 @@ MAX_CORPUS_DIFFERENCES = 0
 
 @pytest.fixture(scope="module")
 def corpus():
-    from kbert.data import rotten_tomatoes, vader_sentences
-
-    return rotten_tomatoes()[0] + vader_sentences()[0]
-
-
-def _cased_vocabulary(corpus):
-    tokenizers = pytest.importorskip("tokenizers")
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    trainer = tokenizers.BertWordPieceTokenizer(lowercase=False)
-    trainer.train_from_iterator(corpus, vocab_size=8000, special_tokens=specials)
-    vocabulary = trainer.get_vocab()
-    return sorted(vocabulary, key=vocabulary.get)
+    return corpus_texts()
 
 
 def _differing(preprocessor, texts):
@@ -105,7 +95,7 @@ def test_the_irs_tokenizer_packs_the_corpus_as_the_model_does(corpus, casing):
     from tests.preprocessing.test_tokenizer_parity import ADVERSARIAL
 
     assert len(corpus) == 37608
-    vocabulary = UNCASED_VOCAB if casing == "uncased" else _cased_vocabulary(corpus)
+    vocabulary = UNCASED_VOCAB if casing == "uncased" else cased_vocabulary(corpus)
     tokenizer = BertTokenizer(vocabulary, lowercase=casing == "uncased")
     preprocessor = BertPreprocessor(tokenizer, sequence_length=128)
     with warnings.catch_warnings():  # texts longer than 128 are cut, as predict does

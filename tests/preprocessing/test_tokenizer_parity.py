@@ -19,8 +19,8 @@ import keras
 import numpy as np
 import pytest
 
-from kbert.data import rotten_tomatoes, vader_sentences
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
+from tests.preprocessing.corpus import SPECIALS, cased_vocabulary, corpus_texts
 from tests.preprocessing.unicode_gap import GAP
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -38,7 +38,6 @@ UNCASED_VOCAB = os.path.join(
     "model",
     "vocab.txt",
 )
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 ADVERSARIAL = [
     # accents, casing
@@ -99,19 +98,14 @@ ADVERSARIAL_PAIRS = [
 
 @pytest.fixture(scope="module")
 def corpus():
-    texts, _ = rotten_tomatoes()
-    sentences, _ = vader_sentences()
-    return texts + sentences
+    return corpus_texts()
 
 
 @pytest.fixture(scope="module")
 def cased_vocab(tmp_path_factory, corpus):
     """A cased vocabulary trained by `tokenizers` on the corpus itself."""
-    trainer = tokenizers.BertWordPieceTokenizer(lowercase=False)
-    trainer.train_from_iterator(corpus, vocab_size=8000, special_tokens=SPECIALS)
-    vocab = trainer.get_vocab()
     path = tmp_path_factory.mktemp("cased") / "vocab.txt"
-    path.write_text("".join(f"{t}\n" for t in sorted(vocab, key=vocab.get)), "utf-8")
+    path.write_text("".join(f"{t}\n" for t in cased_vocabulary(corpus)), "utf-8")
     return str(path)
 
 
@@ -326,5 +320,5 @@ def test_every_code_point_against_hf():
     gone = sorted(GAP - set(differ))
     assert not new and not gone, ([hex(c) for c in new[:50]], [hex(c) for c in gone[:50]])
     assert len(differ) == 568
-    seen = set("".join(rotten_tomatoes()[0] + vader_sentences()[0]))
+    seen = set("".join(corpus_texts()))
     assert not seen & {chr(c) for c in differ}
