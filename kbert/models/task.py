@@ -256,13 +256,14 @@ class Task(
         if not hasattr(dataset, "take") or not _is_dataset(dataset):
             return
         if self._takes_raw(dataset):
-            first = [
-                batch for batch in [self._first_raw_batch(dataset)] if batch is not None
-            ]
+            self._check_batch_targets(self._first_raw_batch(dataset))
         else:
-            first = dataset.take(1).as_numpy_iterator()
-        for element in first:
-            x, y, _ = keras.utils.unpack_x_y_sample_weight(element)
+            self._check_batch_targets(next(dataset.take(1).as_numpy_iterator(), None))
+
+    def _check_batch_targets(self, batch):
+        """`check_targets` on one batch of model inputs (None: an empty dataset)."""
+        if batch is not None and self.target_rules() is not None:
+            x, y, _ = keras.utils.unpack_x_y_sample_weight(batch)
             self.check_targets(x, y)
 
     def _first_raw_batch(self, dataset):
@@ -385,11 +386,12 @@ class Task(
                 raise ValueError(
                     'long_texts="windows" takes in-memory samples, not a tf.data.Dataset.'
                 )
-            self._check_dataset_targets(x)
-            # Keras builds metrics on a batch it reads (and, on JAX and PyTorch,
-            # one it reads ahead) before the first step; built here on one that
-            # is not counted, so that the warning counts the texts run.
+            # The first batch, read once and not counted: its targets checked,
+            # and Keras' metrics built on it (Keras builds them on a batch it
+            # reads, and on JAX and PyTorch one it reads ahead, before the first
+            # step), so that the truncation warning counts the texts run.
             first = self._first_raw_batch(x)
+            self._check_batch_targets(first)
             if first is not None:
                 self._symbolic_build(data_batch=first)
             return self._bucketed_raw_dataset(x, self._coarse_training_buckets)
