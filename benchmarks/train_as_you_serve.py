@@ -24,9 +24,9 @@ def measure(normalization, train_examples, test_examples, seed):
     import keras
 
     from kbert.data import rotten_tomatoes_split
+    from kbert.export.checks import tokenizer_divergence
     from kbert.export.spec import export_spec, keras_outputs
     from kbert.export.tflite.inputs import mediapipe_preprocessor
-    from kbert.export.tflite.tokenizer_divergence import tokenizer_divergence
     from kbert.export.verification_data import texts_to_features
     from kbert.finetuning.classifier_training import build_classifier, train_classifier
     from kbert.finetuning.sentiment_demo import DEMO_RECIPE

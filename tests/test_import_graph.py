@@ -239,3 +239,24 @@ def test_export_shared_steps_import_no_format_folder():
         if _export_folder(target)
     ]
     assert not upward, "\n".join(upward)
+
+
+# A format folder imports no other format's, but for these pairs: the
+# OpenVINO IR is converted from the checked ONNX file (and shares its
+# quantization recipes and re-measurement), and `kbert verify` runs an
+# ONNX file on OpenVINO as well as on onnxruntime.
+FORMAT_FOLDER_IMPORTS = {("openvino", "onnx"), ("onnx", "openvino")}
+
+
+@once
+def test_format_folders_import_no_other_format_folder():
+    graph = _graph()
+    across = [
+        f"{name} imports {target}"
+        for name in MODULES
+        if _export_folder(name)
+        for target in graph[name]
+        if _export_folder(target) not in (None, _export_folder(name))
+        and (_export_folder(name), _export_folder(target)) not in FORMAT_FOLDER_IMPORTS
+    ]
+    assert not across, "\n".join(across)

@@ -12,7 +12,7 @@ against its bounds (by default the bound its exporter verified it with:
 `kbert verify` exits 1 when a row misses it). Below the table, each
 artifact that tokenizes on its own (TFLite `"string"`, MediaPipe) gets a line
 on how its tokenizer reads accented and mobile-style text
-(`kbert.export.tflite.tokenizer_divergence`).
+(`kbert.export.checks`).
 """
 
 import importlib.util

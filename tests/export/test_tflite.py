@@ -10,15 +10,14 @@ from ai_edge_litert import interpreter as litert
 
 import kbert.export
 from kbert.export import agreement
+from kbert.export.checks import TokenizerDivergenceWarning, describe, tokenization_parity
 from kbert.export.measurements import artifact_row, measurement_table
 from kbert.export.record import read_record
 from kbert.export.tflite.exporter import TF_TEXT_TFLITE_OPS
 from kbert.export.tflite.runner import tflite_custom_ops
-from kbert.export.tflite.tokenizer_divergence import TokenizerDivergenceWarning, describe
 from kbert.export.tflite.verification import (
     MIN_TOKENIZATION_PARITY,
     check_tokenization_parity,
-    tokenization_parity,
 )
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (

@@ -7,14 +7,14 @@ import pytest
 import tensorflow as tf
 import tokenizers
 
-from kbert.export.tflite.inputs import deployment_preprocessor
-from kbert.export.tflite.tokenizer_divergence import (
+from kbert.export.checks import (
     DIVERGENCE_TEXTS,
     TokenizerDivergenceWarning,
     describe,
     tokenizer_divergence,
     warn_on_divergence,
 )
+from kbert.export.tflite.inputs import deployment_preprocessor
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
 from tests.export.export_helpers import preprocessor, vocabulary
 

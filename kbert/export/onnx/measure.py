@@ -5,13 +5,12 @@ bound its exporter verified it with (`token_id_bound`). A `"string"` file
 the texts themselves, with a note on how its tokenizer reads accented and
 mobile-style text."""
 
-from kbert.export.checks import FLOAT_TOLERANCE
+from kbert.export.checks import FLOAT_TOLERANCE, describe, tokenizer_divergence
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.measurements import first_row, median_seconds
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.onnx.strings import LONG, OnnxTokenizer, string_feeds
 from kbert.export.openvino.runner import OpenVinoRunner
-from kbert.export.tflite.tokenizer_divergence import describe, tokenizer_divergence
 
 
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):

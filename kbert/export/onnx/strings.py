@@ -57,13 +57,13 @@ with the model's own tokenizer (`MIN_TOKENIZATION_PARITY`).
 import numpy as np
 
 from kbert.export import checks
-from kbert.export.spec import check_one_text_per_row
-from kbert.export.tflite.tokenizer_divergence import (
+from kbert.export.checks import (
     DIVERGENCE_TEXTS,
+    tokenization_parity,
     tokenizer_divergence,
     warn_on_divergence,
 )
-from kbert.export.tflite.verification import tokenization_parity
+from kbert.export.spec import check_one_text_per_row
 from kbert.export.verification_data import texts_to_features
 from kbert.preprocessing.vocabulary import UNK
 

@@ -34,9 +34,8 @@ import importlib.util
 
 import numpy as np
 
-from kbert.export.checks import ExportVerificationError
+from kbert.export.checks import DIVERGENCE_TEXTS, ExportVerificationError
 from kbert.export.spec import check_one_text_per_row
-from kbert.export.tflite.tokenizer_divergence import DIVERGENCE_TEXTS
 from kbert.export.verification_data import token_features
 
 # The IR's tokenizer outputs -> the token-id IR's inputs.

@@ -6,6 +6,7 @@ exporter verified it with."""
 
 import numpy as np
 
+from kbert.export.checks import describe, tokenizer_divergence
 from kbert.export.measurements import first_row, median_seconds
 from kbert.export.tflite.inputs import (
     MEDIAPIPE_INPUTS,
@@ -15,7 +16,6 @@ from kbert.export.tflite.inputs import (
     tflite_preprocessor,
 )
 from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
-from kbert.export.tflite.tokenizer_divergence import describe, tokenizer_divergence
 from kbert.export.tflite.verification import tolerance
 from kbert.export.verification_data import texts_to_features
 

@@ -3,6 +3,12 @@
 import numpy as np
 
 from kbert.export import checks
+from kbert.export.checks import (
+    DIVERGENCE_TEXTS,
+    tokenization_parity,
+    tokenizer_divergence,
+    warn_on_divergence,
+)
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.spec import keras_outputs
 from kbert.export.tflite.agreement import tflite_agreement
@@ -16,11 +22,6 @@ from kbert.export.tflite.inputs import (
 )
 from kbert.export.tflite.metadata import read_metadata
 from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
-from kbert.export.tflite.tokenizer_divergence import (
-    DIVERGENCE_TEXTS,
-    tokenizer_divergence,
-    warn_on_divergence,
-)
 from kbert.export.verification_data import (
     source,
     texts_to_features,
@@ -39,21 +40,6 @@ from kbert.export.verification_data import (
 # casing or accent handling), however well its outputs match Keras fed the
 # file's own ids: the export is refused.
 MIN_TOKENIZATION_PARITY = 0.75
-
-
-def tokenization_parity(own_ids, served_ids):
-    """`{"agreeing", "texts", "share"}`: rows whose ids are all the same.
-
-    Example:
-    >>> tokenization_parity(np.array([[1, 2], [1, 3]]), np.array([[1, 2], [1, 4]]))
-    {'agreeing': 1, 'texts': 2, 'share': 0.5}
-    """
-    same = np.all(np.asarray(own_ids) == np.asarray(served_ids), axis=-1)
-    return {
-        "agreeing": int(np.sum(same)),
-        "texts": int(len(same)),
-        "share": float(np.mean(same)),
-    }
 
 
 def check_tokenization_parity(parity, context):
