@@ -13,6 +13,7 @@ from kbert.models.id_ranges import IdRangeCheckedModel
 from kbert.models.jax_state import JaxStateRestoringModel
 from kbert.models.keras_export import KerasExportable
 from kbert.models.lora import LoraModel
+from kbert.models.prebuilt_state import PrebuiltStateModel
 from kbert.models.preset_io import PresetMixin
 from kbert.models.quantization import QuantizableModel
 from kbert.models.target_checks import check_targets
@@ -51,6 +52,7 @@ class Task(
     KerasExportable,
     IdRangeCheckedModel,
     JaxStateRestoringModel,
+    PrebuiltStateModel,
     FunctionalModel,
 ):
     """A backbone plus a head, compiled with working defaults on creation.
