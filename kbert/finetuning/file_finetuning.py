@@ -20,8 +20,8 @@ from kbert.finetuning.classifier_training import (
     train_classifier,
 )
 from kbert.finetuning.metrics import classification_report, confusion_matrix, report_table
+from kbert.finetuning.plots import save_confusion_matrix, save_training_curve
 from kbert.finetuning.recipe import FinetuneRecipe
-from kbert.finetuning.report import save_confusion_matrix, save_training_curve
 from kbert.models.classifier import BertClassifier
 from kbert.models.divergence import TrainingDivergedError
 from kbert.models.lora import trainable_summary

@@ -18,8 +18,8 @@ from kbert.data import rotten_tomatoes_split
 from kbert.export import onnx, saved_model, tflite
 from kbert.export.measurements import artifact_row, keras_row, measurement_table
 from kbert.finetuning.classifier_training import build_classifier, train_classifier
+from kbert.finetuning.plots import save_training_curve
 from kbert.finetuning.recipe import FinetuneRecipe
-from kbert.finetuning.report import save_training_curve
 from kbert.models.classifier import BertClassifier
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.tables import markdown_table

@@ -175,3 +175,19 @@ def test_mediapipe_refuses_a_batch_size_other_than_one(tmp_path):
 
     with pytest.raises(ValueError, match=r'flavour="mediapipe" has batch size 1.*4'):
         tflite(None, str(tmp_path / "m.tflite"), flavour="mediapipe", batch_size=4)
+
+
+def test_mediapipe_refuses_text_pairs_its_text_classifier_cannot_feed(tmp_path):
+    from kbert.export.tflite.exporter import tflite
+    from tests.export.export_helpers import tiny_model
+
+    with pytest.raises(
+        ValueError, match=r"TextClassifier takes 1 text\(s\).*2 \(text, text_pair\)"
+    ):
+        tflite(
+            tiny_model(num_classes=2),
+            str(tmp_path / "m.tflite"),
+            flavour="mediapipe",
+            text_pairs=True,
+        )
+    assert list(tmp_path.iterdir()) == []

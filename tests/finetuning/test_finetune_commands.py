@@ -102,7 +102,7 @@ def test_one_step_curve_is_drawn_as_a_point(tmp_path):
     import matplotlib.pyplot as plt
 
     from kbert.finetuning.classifier_training import LossHistory
-    from kbert.finetuning.report import training_curve_figure
+    from kbert.finetuning.plots import training_curve_figure
 
     curve = LossHistory()
     curve.steps, curve.losses = [1], [0.7]

@@ -48,6 +48,9 @@ from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import string_list
 
 # Custom ops of tensorflow-text's TFLite registrar (`SELECT_TFTEXT_OPS`).
+# The texts per example each MediaPipe task feeds its model.
+MEDIAPIPE_TEXTS = {"TextClassifier": 1, "TextEmbedder": 1, "BertQuestionAnswerer": 2}
+
 TF_TEXT_TFLITE_OPS = frozenset(
     [
         "FastBertNormalize",
@@ -204,8 +207,15 @@ def _options(model, spec, flavour, quantization, sequence_length, batch_size):
             "(TextClassifier: classifier; BertQuestionAnswerer: question answerer; "
             f"TextEmbedder: text embedder); got a {spec.task}."
         )
-    if flavour == "mediapipe" and spec.is_pair and spec.mediapipe_task == "TextClassifier":
-        raise ValueError("MediaPipe's TextClassifier takes one text: no text_pairs.")
+    if (
+        flavour == "mediapipe"
+        and len(spec.text_inputs) != MEDIAPIPE_TEXTS[spec.mediapipe_task]
+    ):
+        raise ValueError(
+            f"MediaPipe's {spec.mediapipe_task} takes "
+            f"{MEDIAPIPE_TEXTS[spec.mediapipe_task]} text(s) per example; the model "
+            f"takes {len(spec.text_inputs)} ({', '.join(spec.text_inputs)})."
+        )
     if flavour == "mediapipe" and getattr(model, "problem_type", None) == "regression":
         raise ValueError('flavour="mediapipe" needs class probabilities, not regression.')
     if flavour == "string":

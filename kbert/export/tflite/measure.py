@@ -15,7 +15,7 @@ from kbert.export.tflite.inputs import (
     run_tokens,
     tflite_preprocessor,
 )
-from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
+from kbert.export.tflite.runner import TFLiteRunner, mediapipe_runner
 from kbert.export.tflite.verification import tolerance
 from kbert.export.verification_data import texts_to_features
 
@@ -63,8 +63,9 @@ def _bound(record):
 
 def _run(path, record, model, spec, texts, features, repeats):
     flavour = record.get("flavour", "token_ids")
-    if flavour == "mediapipe" and spec.mediapipe_task == "TextClassifier":
-        classifier = MediaPipeClassifierRunner(path)
+    runner = mediapipe_runner(spec, flavour)
+    if runner is not None:
+        classifier = runner(path)
         try:
             got, _ = classifier(texts["text"])
             seconds = median_seconds(

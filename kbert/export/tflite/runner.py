@@ -95,6 +95,8 @@ class MediaPipeClassifierRunner:
     label names MediaPipe read from the metadata.
     """
 
+    RUNTIME = "mediapipe.tasks.python.text.TextClassifier"
+
     def __init__(self, path):
         # lazy: a runtime loads only when an artifact is run
         from mediapipe.tasks.python.core.base_options import BaseOptions
@@ -120,3 +122,22 @@ class MediaPipeClassifierRunner:
 
     def close(self):
         self.classifier.close()
+
+
+# MediaPipe task -> the runner of MediaPipe's Python Tasks API kbert checks a
+# `"mediapipe"` file with. The other tasks' files (BertQuestionAnswerer: no
+# Python API; TextEmbedder) are checked on the LiteRT interpreter only.
+MEDIAPIPE_RUNNERS = {"TextClassifier": MediaPipeClassifierRunner}
+
+
+def mediapipe_runner(spec, flavour):
+    """The MediaPipe Tasks runner class for a `flavour` file of `spec`, or None.
+
+    Example:
+    >>> from types import SimpleNamespace
+    >>> mediapipe_runner(SimpleNamespace(mediapipe_task="TextClassifier"), "mediapipe")
+    <class 'kbert.export.tflite.runner.MediaPipeClassifierRunner'>
+    >>> mediapipe_runner(SimpleNamespace(mediapipe_task="TextClassifier"), "string") is None
+    True
+    """
+    return MEDIAPIPE_RUNNERS.get(spec.mediapipe_task) if flavour == "mediapipe" else None

@@ -21,7 +21,7 @@ from kbert.export.tflite.inputs import (
     tflite_preprocessor,
 )
 from kbert.export.tflite.metadata import read_metadata
-from kbert.export.tflite.runner import MediaPipeClassifierRunner, TFLiteRunner
+from kbert.export.tflite.runner import TFLiteRunner, mediapipe_runner
 from kbert.export.verification_data import (
     source,
     texts_to_features,
@@ -119,8 +119,11 @@ def verify_tflite(model, spec, path, options):
         summary["argmax_agreement"] = float(np.mean(agreement))
     if flavour == "mediapipe":
         summary["metadata"] = _check_metadata(path, spec)
-        if spec.mediapipe_task == "TextClassifier":  # the task with a Python runner
-            summary["mediapipe"] = _verify_mediapipe(model, spec, path, bound, relative)
+        runner = mediapipe_runner(spec, flavour)
+        if runner is not None:
+            summary["mediapipe"] = _verify_mediapipe(
+                model, spec, path, bound, relative, runner
+            )
         summary["tokenizer_divergence"] = _divergence(
             model, spec, path, options, bound, relative
         )
@@ -158,8 +161,9 @@ def _divergence(model, spec, path, options, bound, relative):
     entry = tokenizer_divergence(own.tokenizer, deployment.tokenizer, name)
     texts = list(DIVERGENCE_TEXTS)
     got = None
-    if flavour == "mediapipe" and spec.mediapipe_task == "TextClassifier":
-        classifier = MediaPipeClassifierRunner(path)
+    runner = mediapipe_runner(spec, flavour)
+    if runner is not None:
+        classifier = runner(path)
         try:
             got, _ = classifier(texts)
         finally:
@@ -231,14 +235,14 @@ def _check_metadata(path, spec):
     return {"inputs": inputs, "outputs": outputs, "files": files}
 
 
-def _verify_mediapipe(model, spec, path, bound, relative):
-    """MediaPipe's TextClassifier (its own tokenizer) against Keras."""
+def _verify_mediapipe(model, spec, path, bound, relative, runner):
+    """MediaPipe's own runner of the file (its own tokenizer) against Keras."""
     texts = verification_texts(16)
     like_mediapipe, _ = texts_to_features(
         mediapipe_preprocessor(model.preprocessor), spec, {"text": texts}
     )
     want = keras_outputs(model, like_mediapipe)
-    classifier = MediaPipeClassifierRunner(path)
+    classifier = runner(path)
     try:
         got, labels = classifier(texts)
     finally:
@@ -251,12 +255,12 @@ def _verify_mediapipe(model, spec, path, bound, relative):
         got,
         {"probabilities": want["probabilities"]},
         bound,
-        "MediaPipe TextClassifier",
+        f"MediaPipe {spec.mediapipe_task}",
         relative=relative,
     )
     own, _ = texts_to_features(model.preprocessor, spec, {"text": texts})
     return {
-        "runtime": "mediapipe.tasks.python.text.TextClassifier",
+        "runtime": runner.RUNTIME,
         "texts": len(texts),
         "labels": labels,
         "max_abs_diff": diffs,
