@@ -29,6 +29,10 @@ def _element_spec(iterator):
         return None
     import tensorflow as tf  # lazy: the TensorFlow backend, loaded already
 
-    spec = iterator.data_adapter.get_tf_dataset().element_spec
-    leaves = tf.nest.flatten(spec)
-    return spec if all(isinstance(s, tf.TensorSpec) for s in leaves) else None
+    # The dataset the iterator built already (asking the data adapter again
+    # would copy in-memory arrays into a new dataset).
+    dataset = getattr(iterator, "_distributed_dataset", None)
+    spec = getattr(dataset, "element_spec", None)
+    if spec is None or not all(isinstance(s, tf.TensorSpec) for s in tf.nest.flatten(spec)):
+        return None
+    return spec
