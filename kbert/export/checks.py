@@ -154,6 +154,26 @@ def tokenization_parity(own_ids, served_ids):
     }
 
 
+def check_tokenization_parity(parity, minimum, context, tokenizer, remedy=""):
+    """`parity` with its `"minimum"`; `ExportVerificationError` below it,
+    naming the artifact's `tokenizer` (and, when given, what causes it).
+
+    Example:
+    >>> check_tokenization_parity({"agreeing": 15, "texts": 16, "share": 0.9375}, 0.75,
+    ...                           "", "tf-text's TFLite tokenizer")
+    {'agreeing': 15, 'texts': 16, 'share': 0.9375, 'minimum': 0.75}
+    """
+    if parity["share"] < minimum:
+        raise ExportVerificationError(
+            f"{context}: {tokenizer} splits only {parity['agreeing']} of "
+            f"{parity['texts']} real sentences as the model's own tokenizer does "
+            f"(share {parity['share']:.2f} < MIN_TOKENIZATION_PARITY = {minimum}); "
+            "the file would not serve the tokenization the model was trained on."
+            + (f" {remedy}" if remedy else "")
+        )
+    return {**parity, "minimum": minimum}
+
+
 # Accented and mobile-style sentences; the last one is plain ASCII.
 DIVERGENCE_TEXTS = (
     "Café au lait with a naïve friend… totally worth it!",

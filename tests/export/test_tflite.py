@@ -10,15 +10,17 @@ from ai_edge_litert import interpreter as litert
 
 import kbert.export
 from kbert.export import agreement
-from kbert.export.checks import TokenizerDivergenceWarning, describe, tokenization_parity
+from kbert.export.checks import (
+    TokenizerDivergenceWarning,
+    check_tokenization_parity,
+    describe,
+    tokenization_parity,
+)
 from kbert.export.measurements import artifact_row, measurement_table
 from kbert.export.record import read_record
 from kbert.export.tflite.exporter import TF_TEXT_TFLITE_OPS
 from kbert.export.tflite.runner import tflite_custom_ops
-from kbert.export.tflite.verification import (
-    MIN_TOKENIZATION_PARITY,
-    check_tokenization_parity,
-)
+from kbert.export.tflite.verification import MIN_TOKENIZATION_PARITY
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (
     features,
@@ -109,6 +111,9 @@ def test_string_flavour_runs_with_the_tf_text_registrar(tmp_path):
     assert divergence["max_abs_diff"]["logits"] <= 1e-4  # the file, emulated
 
 
+TF_TEXT = "tf-text's TFLite tokenizer"
+
+
 def test_tokenization_parity_is_counted_and_refused_below_its_bound():
     own = np.array([[2, 7, 3], [2, 8, 3], [2, 9, 3], [2, 5, 3]])
     served = own.copy()
@@ -116,9 +121,15 @@ def test_tokenization_parity_is_counted_and_refused_below_its_bound():
     assert tokenization_parity(own, served) == {"agreeing": 1, "texts": 4, "share": 0.25}
     assert 0.25 < MIN_TOKENIZATION_PARITY <= 0.9375  # 15 of 16 reviews pass
     with pytest.raises(kbert.export.ExportVerificationError, match="only 1 of 4"):
-        check_tokenization_parity(tokenization_parity(own, served), "TFLite (string)")
+        check_tokenization_parity(
+            tokenization_parity(own, served),
+            MIN_TOKENIZATION_PARITY,
+            "TFLite (string)",
+            TF_TEXT,
+        )
     served[1:3, 1] = own[1:3, 1]  # 3 of 4 rows agree: at the bound
-    assert check_tokenization_parity(tokenization_parity(own, served), "") == {
+    parity = tokenization_parity(own, served)
+    assert check_tokenization_parity(parity, MIN_TOKENIZATION_PARITY, "", TF_TEXT) == {
         "agreeing": 3,
         "texts": 4,
         "share": 0.75,

@@ -42,24 +42,6 @@ from kbert.export.verification_data import (
 MIN_TOKENIZATION_PARITY = 0.75
 
 
-def check_tokenization_parity(parity, context):
-    """`parity` with its `"minimum"`; `ExportVerificationError` below it.
-
-    Example:
-    >>> check_tokenization_parity({"agreeing": 15, "texts": 16, "share": 0.9375}, "")
-    {'agreeing': 15, 'texts': 16, 'share': 0.9375, 'minimum': 0.75}
-    """
-    if parity["share"] < MIN_TOKENIZATION_PARITY:
-        raise checks.ExportVerificationError(
-            f"{context}: tf-text's TFLite tokenizer splits only {parity['agreeing']} "
-            f"of {parity['texts']} real sentences as the model's own tokenizer does "
-            f"(share {parity['share']:.2f} < MIN_TOKENIZATION_PARITY = "
-            f"{MIN_TOKENIZATION_PARITY}); the file would not serve the tokenization "
-            "the model was trained on."
-        )
-    return {**parity, "minimum": MIN_TOKENIZATION_PARITY}
-
-
 def tolerance(quantization, override=None):
     """`(tolerance, relative)` for a quantization (None: float32).
 
@@ -206,8 +188,11 @@ def _verify_string(model, spec, runner, options, bound, relative, context):
     # How often tf-text's TFLite tokenizer gives the ids of the model's own
     # (Hugging Face-exact) one on these sentences.
     own, _ = texts_to_features(model.preprocessor, spec, texts)
-    parity = check_tokenization_parity(
-        tokenization_parity(own["token_ids"], features["token_ids"]), context
+    parity = checks.check_tokenization_parity(
+        tokenization_parity(own["token_ids"], features["token_ids"]),
+        MIN_TOKENIZATION_PARITY,
+        context,
+        "tf-text's TFLite tokenizer",
     )
     return {
         "inputs": f"{parity['texts']} real sentences ({source()})",
