@@ -32,6 +32,8 @@ from kbert.export.record import read_record
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (
     MINILM_VOCABULARY,
+    OTHER_BACKENDS,
+    REAL_WEIGHTS_ONCE,
     features,
     keras_outputs,
     minilm_vocabulary_model,
@@ -158,16 +160,6 @@ def test_a_vocabulary_without_mask():
 
 # The fine-tuned classifier; each backend's export ---------------------------
 
-# The real weights' parity is a property of the model, not of the backend
-# that exported it: checked once, in the PyTorch run (whose export it also
-# checks). The other backends' exports are checked on the
-# tiny MiniLM-vocabulary classifier (tiny_string_file).
-REAL_WEIGHTS_ONCE = pytest.mark.skipif(
-    keras.backend.backend() != "torch",
-    reason="the fine-tuned classifier's string file (a minute to export) is "
-    "checked once, in the PyTorch run; the other backends export tiny_string_file",
-)
-
 
 def _string_file(model, name, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("onnx_strings") / f"{name}.onnx")
@@ -185,13 +177,6 @@ def demo_string_file(tmp_path_factory):
     """The fine-tuned review classifier and its string file (once per run)."""
     model = kbert.BertClassifier.from_preset(demo_classifier_preset())
     return _string_file(model, "reviews", tmp_path_factory)
-
-
-# The PyTorch run checks its export on the fine-tuned classifier itself.
-OTHER_BACKENDS = pytest.mark.skipif(
-    keras.backend.backend() == "torch",
-    reason="the PyTorch run exports the fine-tuned classifier (REAL_WEIGHTS_ONCE)",
-)
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,8 @@ from kbert.export.record import read_record
 from kbert.export.verification_data import verification_texts
 from tests.export.export_helpers import (
     MINILM_VOCABULARY,
+    OTHER_BACKENDS,
+    REAL_WEIGHTS_ONCE,
     features,
     keras_outputs,
     minilm_vocabulary_model,
@@ -114,17 +116,6 @@ def test_the_irs_tokenizer_packs_the_corpus_as_the_model_does(corpus, casing):
 # The review classifier's string IR ----------------------------------------
 
 
-# The real weights' parity is a property of the model, not of the backend
-# that exported it: checked once, in the PyTorch run (whose export it also
-# checks). The other backends' exports are checked on the
-# tiny MiniLM-vocabulary classifier (tiny_ir).
-REAL_WEIGHTS_ONCE = pytest.mark.skipif(
-    keras.backend.backend() != "torch",
-    reason="the fine-tuned classifier's string IR (a minute to export) is "
-    "checked once, in the PyTorch run; the other backends export tiny_ir",
-)
-
-
 @pytest.fixture(scope="module")
 def review_ir(tmp_path_factory):
     """The fine-tuned review classifier and its string IR, exported once."""
@@ -137,13 +128,6 @@ def review_ir(tmp_path_factory):
 # A tiny random model has near-tied reviews that bf16 flips: its bound at
 # OpenVINO's default precision is lower (the fine-tuned one's: 0.99).
 TINY_MIN_AGREEMENT = 0.9
-
-
-# The PyTorch run checks its export on the fine-tuned classifier itself.
-OTHER_BACKENDS = pytest.mark.skipif(
-    keras.backend.backend() == "torch",
-    reason="the PyTorch run exports the fine-tuned classifier (REAL_WEIGHTS_ONCE)",
-)
 
 
 @pytest.fixture(scope="module")
