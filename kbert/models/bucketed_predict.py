@@ -90,7 +90,13 @@ def inference_function(task, model, rows=None):
     """`features -> NumPy outputs` of `model` (this task, or a model over
     its layers), compiled as `compile()` chose (by default XLA on JAX, and
     on TensorFlow for float32 once this task will have predicted `rows`
-    rows: `fastest_jit_compile`; eager on torch), one program per shape."""
+    rows: `fastest_jit_compile`; eager on torch), one program per shape;
+    eagerly, like `fit` and `evaluate`, where the task was compiled with
+    `run_eagerly=True`."""
+    if getattr(task, "run_eagerly", False):
+        return lambda x: keras.tree.map_structure(
+            keras.ops.convert_to_numpy, model(x, training=False)
+        )
     jit_compile = getattr(task, "_inference_jit_compile", "auto")
     if jit_compile == "auto":
         policy = task.backbone.dtype_policy

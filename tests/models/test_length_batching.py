@@ -182,7 +182,8 @@ def test_predict_compiles_with_xla_once_the_job_is_long(monkeypatch):
     """By default `predict` compiles with XLA as `fastest_jit_compile` says
     for the rows the task will have predicted, earlier calls included (on
     TensorFlow: from `XLA_AFTER_ROWS`); an explicit `compile(jit_compile=...)`
-    holds whatever the size. The outputs do not depend on the choice."""
+    holds whatever the size, and `run_eagerly=True` compiles nothing. The
+    outputs do not depend on the choice."""
     from kbert.models import backbone as backbone_module
 
     monkeypatch.setattr(backbone_module, "XLA_AFTER_ROWS", 12)
@@ -208,6 +209,12 @@ def test_predict_compiles_with_xla_once_the_job_is_long(monkeypatch):
     assert sorted(model.__dict__.get("_kbert_inference", {})) == (
         [] if backend == "torch" else [False]
     )
+    # `run_eagerly=True` (debugging) holds for `predict` as for `fit`:
+    # no compiled function, the same outputs.
+    model.compile(run_eagerly=True)
+    model.__dict__.pop("_kbert_inference", None)
+    np.testing.assert_allclose(model.predict(texts, verbose=0), expected, atol=TOLERANCE)
+    assert "_kbert_inference" not in model.__dict__
 
 
 def test_predict_keeps_input_order_for_a_raw_dataset():
