@@ -13,7 +13,7 @@ from kbert.cli import COMMANDS, build_parser
 from kbert.utils import quiet
 
 HEAVY = ("tensorflow", "keras", "jax", "torch")
-once = pytest.mark.skipif(keras.backend.backend() != "jax", reason="checked once, on JAX")
+once = pytest.mark.backend_independent
 
 
 def _subcommands():

@@ -267,7 +267,7 @@ def test_transformers_pipeline_truncates_a_long_text_to_the_model_positions(tmp_
     np.testing.assert_allclose([theirs["rotten"], theirs["fresh"]], ours, atol=1e-5)
 
 
-@pytest.mark.skipif(keras.backend.backend() != "jax", reason="file contents: checked once")
+@pytest.mark.backend_independent  # file contents
 def test_sentence_transformers_folder_keeps_the_source_max_seq_length(tmp_path):
     embedder = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
     save_hf(embedder, str(tmp_path / "st"))
