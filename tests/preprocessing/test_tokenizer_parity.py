@@ -39,6 +39,7 @@ def lists(value):
     tokenizer already returns lists)."""
     return value if isinstance(value, list) else value.to_list()
 
+
 ADVERSARIAL = [
     # accents, casing
     "Café Müller naïve résumé Ångström ÉCOLE Ørsted",
@@ -202,7 +203,12 @@ def check_packing(tokenizer, vocab, lowercase, segments, length, offsets):
         ("padding_mask", "attention_mask"),
     ]:
         expected = [getattr(e, attribute) for e in reference]
-        assert_same(keras.ops.convert_to_numpy(out[key]).tolist(), expected, texts, f"{key} {length}")
+        assert_same(
+            keras.ops.convert_to_numpy(out[key]).tolist(),
+            expected,
+            texts,
+            f"{key} {length}",
+        )
     if offsets:
         ours = np.stack([out["offsets_start"], out["offsets_end"]], -1).tolist()
         expected = [[list(o) for o in e.offsets] for e in reference]
