@@ -9,6 +9,8 @@ from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
 from tests.test_case import tiny_backbone, token_inputs
 
+pytestmark = pytest.mark.eager_on_tensorflow  # tests/conftest.py
+
 VOCABULARY_SIZE = 64  # tiny_backbone's
 
 # (input name, bad value, message fragment naming the table)

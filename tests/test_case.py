@@ -13,6 +13,7 @@ layers, one for models.
   `predict` on a `tf.data.Dataset`, and mixed precision.
 """
 
+import contextlib
 import os
 
 import keras
@@ -252,7 +253,31 @@ def _shorten(input_data, length):
 MIXED_PRECISION_BOUNDS = {"mixed_bfloat16": 0.03, "mixed_float16": 0.005}
 
 
-def run_model_test(
+@contextlib.contextmanager
+def traced_on_tensorflow():
+    """TensorFlow traces `tf.function`s (the path users take), also inside a
+    test marked `eager_on_tensorflow`."""
+    if keras.backend.backend() != "tensorflow":
+        yield
+        return
+    import tensorflow as tf
+
+    before = tf.config.functions_run_eagerly()
+    tf.config.run_functions_eagerly(False)
+    try:
+        yield
+    finally:
+        tf.config.run_functions_eagerly(before)
+
+
+def run_model_test(*args, **kwargs):
+    """Runs the standard checks on `cls(**init_kwargs())`, compiled as users
+    run it on every backend (`_model_checks`)."""
+    with traced_on_tensorflow():
+        _model_checks(*args, **kwargs)
+
+
+def _model_checks(
     cls,
     init_kwargs,
     input_data,
@@ -263,7 +288,7 @@ def run_model_test(
     run_fit=True,
     run_mixed_precision=True,
 ):
-    """Runs the standard checks on `cls(**init_kwargs())`.
+    """The standard checks on `cls(**init_kwargs())`.
 
     `init_kwargs` is a function returning fresh arguments (a backbone cannot
     be shared between models under different dtype policies).

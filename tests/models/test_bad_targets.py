@@ -10,6 +10,8 @@ from kbert.models.divergence import TrainingDivergedError
 from tests.export.export_helpers import tiny_model
 from tests.test_case import tiny_backbone, token_inputs
 
+pytestmark = pytest.mark.eager_on_tensorflow  # tests/conftest.py
+
 TEXTS = ["a good film", "not very fun", "the plot", "a film", "very fun", "good"]
 
 

@@ -258,6 +258,7 @@ def test_training_batches_cover_every_row_once_and_group_by_length():
     assert padded < 0.7 * 128 * len(lengths)
 
 
+@pytest.mark.eager_on_tensorflow  # tests/conftest.py
 def test_fit_and_evaluate_run_in_buckets():
     # Random weights: logits that differ from text to text, so that losses
     # tell labels apart (a new head's are near zero: log 2 for any labels).
@@ -292,6 +293,7 @@ def test_fit_and_evaluate_run_in_buckets():
     )
 
 
+@pytest.mark.eager_on_tensorflow  # tests/conftest.py
 def test_token_labels_are_cut_with_their_batch():
     """Token labels are padded to `sequence_length`; fit and evaluate cut
     them with their batch (here 64 -> 16), aligned with the tokens: each

@@ -17,6 +17,8 @@ from kbert.inference.pipeline import TokenClassificationPipeline
 from kbert.models.backbone import INPUT_NAMES
 from tests.test_case import randomized, tiny_backbone
 
+pytestmark = pytest.mark.eager_on_tensorflow  # tests/conftest.py
+
 VOCABULARY = (
     "[PAD] [UNK] [CLS] [SEP] [MASK] the a fox dog cat jump ##s ##ed big small red "
     "blue river sat on mat and , ."

@@ -8,6 +8,8 @@ from kbert.preprocessing.preprocessor import BertPreprocessor
 from kbert.preprocessing.tokenizer import BertTokenizer
 from tests.test_case import randomized, tiny_backbone
 
+pytestmark = pytest.mark.eager_on_tensorflow  # tests/conftest.py
+
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 TEXTS = ["good fun movie", "dull awful plot", "the plot was great", "a very bad movie"] * 4

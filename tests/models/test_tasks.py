@@ -5,6 +5,8 @@ import pytest
 import kbert
 from tests.test_case import run_model_test, tiny_backbone, to_numpy, token_inputs
 
+pytestmark = pytest.mark.eager_on_tensorflow  # tests/conftest.py
+
 BATCH, LENGTH = 3, 10
 
 
