@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 
-import keras
 import numpy as np
 import pytest
 
@@ -39,11 +38,8 @@ def deployed(model, tmp_path_factory):
 
 
 # What auto does with the rows does not depend on the backend: checked once.
-once = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow",
-    reason="the choice is backend-independent (the candidates per backend: the first "
-    "test); run once, in the TensorFlow run",
-)
+# (The candidates per backend: the first test.)
+once = pytest.mark.backend_independent
 
 
 def test_the_fastest_row_within_bounds_is_written(model, deployed):
