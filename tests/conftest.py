@@ -52,11 +52,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _eager_on_tensorflow(request):
-    """Tests of kbert's logic over tiny models (errors for bad targets, long
-    texts' windows, raw strings, LoRA) run their `tf.function`s eagerly on
-    TensorFlow: the same ops, without a trace per fresh model (the four
-    model test files of tasks, bad targets, long texts and length batching:
-    168 s -> 96 s). The traced path stays checked: `run_model_test` traces
+    """Tests of kbert's logic over tiny models (tasks' outputs, errors for bad
+    targets and inputs, long texts' windows, raw strings) run their
+    `tf.function`s eagerly on TensorFlow: the same ops, without a trace per
+    fresh model (the six marked files, -n 2: 137 s -> 108 s). The traced path stays checked: `run_model_test` traces
     every model (`traced_on_tensorflow`), tests not so marked trace as users
     do, and the JAX run compiles every test."""
     marked = request.node.get_closest_marker("eager_on_tensorflow")

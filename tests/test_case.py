@@ -270,14 +270,8 @@ def traced_on_tensorflow():
         tf.config.run_functions_eagerly(before)
 
 
-def run_model_test(*args, **kwargs):
-    """Runs the standard checks on `cls(**init_kwargs())`, compiled as users
-    run it on every backend (`_model_checks`)."""
-    with traced_on_tensorflow():
-        _model_checks(*args, **kwargs)
-
-
-def _model_checks(
+@traced_on_tensorflow()  # compiled as users run it, on every backend
+def run_model_test(
     cls,
     init_kwargs,
     input_data,
@@ -288,7 +282,7 @@ def _model_checks(
     run_fit=True,
     run_mixed_precision=True,
 ):
-    """The standard checks on `cls(**init_kwargs())`.
+    """Runs the standard checks on `cls(**init_kwargs())`.
 
     `init_kwargs` is a function returning fresh arguments (a backbone cannot
     be shared between models under different dtype policies).
