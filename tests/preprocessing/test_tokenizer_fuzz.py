@@ -11,8 +11,8 @@ tokens and real vocabulary words. Every id and every offset must equal
 points left out are those of `unicode_gap.GAP`, which
 test_tokenizer_parity checks against every code point.
 
-Runs once, on the TensorFlow backend (string preprocessing is the same TF
-ops on every backend; see test_tokenizer_parity.py).
+Runs once (`backend_independent`, in the PyTorch run): string preprocessing
+is the same TF ops on every backend; see test_tokenizer_parity.py.
 """
 
 import random
@@ -27,12 +27,12 @@ from tests.preprocessing.test_tokenizer_parity import (
     assert_same,
     hf_tokenizer,
     ids_of,
-    runs_once_on_tensorflow,
+    lists,
 )
 from tests.preprocessing.unicode_gap import GAP
 
 tokenizers = pytest.importorskip("tokenizers")
-pytestmark = runs_once_on_tensorflow
+pytestmark = pytest.mark.backend_independent
 
 COUNT = 2400
 SEED = 13
@@ -163,7 +163,7 @@ def test_exact_mode_matches_hf_on_random_unicode(texts, cased_vocab, cased):
         texts, add_special_tokens=False
     )
     tokenizer = BertTokenizer(vocab, lowercase=not cased)
-    ids, starts, ends = (t.to_list() for t in tokenizer.tokenize_with_offsets(texts))
+    ids, starts, ends = (lists(t) for t in tokenizer.tokenize_with_offsets(texts))
     assert_same(ids, ids_of(reference), texts, "ids")
     offsets = [list(zip(s, e)) for s, e in zip(starts, ends)]
     assert_same(offsets, [e.offsets for e in reference], texts, "offsets")
