@@ -63,6 +63,10 @@ def recipes():
             QuantizationRecipe("dynamic", outlier_ratio=6.0, max_outlier_channels=8),
         ),
         (
+            "dynamic, per-channel, head + outlier channels (>8x median, <=32) float32",
+            QuantizationRecipe("dynamic", outlier_ratio=8.0),
+        ),
+        (
             "dynamic_int8: per-channel, head + outlier channels (>3x, <=32) float32",
             RECIPES["dynamic_int8"],
         ),
