@@ -71,6 +71,15 @@ def to_numpy(outputs):
     return keras.tree.map_structure(keras.ops.convert_to_numpy, outputs)
 
 
+def ragged_lists(ids):
+    """The tokenizer's ragged ids as nested lists: a `tf.RaggedTensor` on the
+    TensorFlow backend, lists already on the others."""
+    if hasattr(ids, "to_list"):
+        return ids.to_list()
+    assert keras.config.backend() != "tensorflow", type(ids)
+    return ids
+
+
 def shapes(outputs):
     return keras.tree.map_structure(lambda x: tuple(x.shape), outputs)
 

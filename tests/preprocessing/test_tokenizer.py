@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kbert.preprocessing import BertTokenizer
-from tests.test_case import run_preprocessing_layer_test
+from tests.test_case import ragged_lists, run_preprocessing_layer_test
 
 VOCAB = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -17,19 +17,6 @@ VOCAB = [
     "cafe", "Café", "The", "日", "本", "hello", "world", "[", "]", "mask",
 ]  # fmt: skip
 ID = {token: i for i, token in enumerate(VOCAB)}
-
-runs_once_on_tensorflow = pytest.mark.skipif(
-    keras.config.backend() != "tensorflow",
-    reason="backend-independent: run once, on the TF backend",
-)
-
-
-def as_lists(ids):
-    """Ragged output as lists: a tf.RaggedTensor on TF, lists elsewhere."""
-    if hasattr(ids, "to_list"):
-        return ids.to_list()
-    assert keras.config.backend() != "tensorflow"
-    return ids
 
 
 def tokens(ids):
@@ -39,7 +26,7 @@ def tokens(ids):
 @pytest.mark.parametrize("normalization", ["exact", "tflite"])
 def test_uncased(normalization):
     tokenizer = BertTokenizer(VOCAB, normalization=normalization)
-    ids = as_lists(tokenizer(["The quick brown foxes jumped!", "CAFÉ 日本", ""]))
+    ids = ragged_lists(tokenizer(["The quick brown foxes jumped!", "CAFÉ 日本", ""]))
     assert tokens(ids) == [
         ["the", "quick", "brown", "fox", "##es", "jump", "##ed", "!"],
         ["cafe", "日", "本"],
@@ -49,7 +36,7 @@ def test_uncased(normalization):
 
 def test_cased():
     tokenizer = BertTokenizer(VOCAB, lowercase=False)
-    ids = as_lists(tokenizer(["The Café", "the cafe THE"]))
+    ids = ragged_lists(tokenizer(["The Café", "the cafe THE"]))
     assert tokens(ids) == [["The", "Café"], ["the", "cafe", "[UNK]"]]
 
 
@@ -58,13 +45,13 @@ def test_unbatched_and_array_inputs():
     expected = [ID["hello"], ID["world"]]
     single = tokenizer("Hello world")  # unbatched: a dense backend tensor
     assert keras.ops.convert_to_numpy(single).tolist() == expected
-    assert as_lists(tokenizer(np.array(["Hello world"]))) == [expected]
-    assert as_lists(tokenizer(np.array([b"Hello world"], dtype=object))) == [expected]
+    assert ragged_lists(tokenizer(np.array(["Hello world"]))) == [expected]
+    assert ragged_lists(tokenizer(np.array([b"Hello world"], dtype=object))) == [expected]
 
 
 def test_literal_special_tokens_and_long_words():
     tokenizer = BertTokenizer(VOCAB)
-    ids = as_lists(tokenizer(["hello [MASK] world[SEP]", "hello [mask]", "x" * 101]))
+    ids = ragged_lists(tokenizer(["hello [MASK] world[SEP]", "hello [mask]", "x" * 101]))
     assert tokens(ids) == [
         ["hello", "[MASK]", "world", "[SEP]"],
         ["hello", "[", "mask", "]"],
@@ -75,7 +62,7 @@ def test_literal_special_tokens_and_long_words():
 def test_offsets_are_characters_of_the_input():
     text = "The CAFÉ, [MASK] foxes!\u200b"
     tokenizer = BertTokenizer(VOCAB)
-    ids, starts, ends = (as_lists(x) for x in tokenizer.tokenize_with_offsets([text]))
+    ids, starts, ends = (ragged_lists(x) for x in tokenizer.tokenize_with_offsets([text]))
     assert tokens(ids) == [["the", "cafe", ",", "[MASK]", "fox", "##es", "!"]]
     spans = [text[s:e] for s, e in zip(starts[0], ends[0])]
     assert spans == ["The", "CAFÉ", ",", "[MASK]", "fox", "es", "!"]
@@ -84,7 +71,7 @@ def test_offsets_are_characters_of_the_input():
 def test_tflite_offsets():
     text = "Éa the foxes"
     tokenizer = BertTokenizer(VOCAB, normalization="tflite")
-    ids, starts, ends = (as_lists(x) for x in tokenizer.tokenize_with_offsets([text]))
+    ids, starts, ends = (ragged_lists(x) for x in tokenizer.tokenize_with_offsets([text]))
     assert tokens(ids) == [["[UNK]", "the", "fox", "##es"]]
     assert list(zip(starts[0], ends[0])) == [(0, 2), (3, 6), (7, 10), (10, 12)]
 
@@ -115,7 +102,7 @@ def test_config_holds_no_vocabulary_and_assets_restore_it(tmp_path):
     with pytest.raises(ValueError, match="no vocabulary"):
         restored(["The Café"])
     restored.load_assets(str(tmp_path))
-    assert as_lists(restored(["The Café"])) == [[ID["The"], ID["Café"]]]
+    assert ragged_lists(restored(["The Café"])) == [[ID["The"], ID["Café"]]]
     tflite = BertTokenizer.from_config(
         BertTokenizer(VOCAB, normalization="tflite").get_config()
     )
@@ -177,7 +164,7 @@ def test_inside_tf_function_and_tf_data():
     assert next(iter(dataset)).to_list() == expected
 
 
-@runs_once_on_tensorflow
+@pytest.mark.backend_independent
 def test_invalid_utf8_in_a_graph_fails():
     import tensorflow as tf
 
@@ -187,7 +174,7 @@ def test_invalid_utf8_in_a_graph_fails():
         graph(tf.constant([b"\xff bad"]))
 
 
-@runs_once_on_tensorflow
+@pytest.mark.backend_independent
 def test_import_does_not_load_tensorflow_on_jax():
     code = (
         "import sys, kbert, kbert.preprocessing, kbert.data; "

@@ -26,18 +26,13 @@ from tests.preprocessing.corpus import (
     corpus_texts,
 )
 from tests.preprocessing.unicode_gap import GAP
+from tests.test_case import ragged_lists
 
 tokenizers = pytest.importorskip("tokenizers")
 
 pytestmark = pytest.mark.backend_independent
 
 UNCASED_VOCAB = MINILM_VOCABULARY
-
-
-def lists(value):
-    """Ragged token ids as nested lists (off the TensorFlow backend the
-    tokenizer already returns lists)."""
-    return value if isinstance(value, list) else value.to_list()
 
 
 ADVERSARIAL = [
@@ -157,7 +152,7 @@ def assert_same(ours, theirs, texts, what):
 def test_exact_ids_on_corpus(corpus, texts, vocabularies, hf_encodings, name):
     assert len(corpus) >= 20000
     tokenizer = BertTokenizer(vocabularies[name], lowercase=name == "uncased")
-    ids = lists(tokenizer(texts))
+    ids = ragged_lists(tokenizer(texts))
     assert_same(ids, ids_of(hf_encodings(name)), texts, "ids")
 
 
@@ -168,7 +163,7 @@ def test_exact_offsets(texts, vocabularies, hf_encodings, name):
     subset = [texts[i] for i in keep]
     reference = [hf_encodings(name)[i] for i in keep]
     tokenizer = BertTokenizer(vocabularies[name], lowercase=name == "uncased")
-    ids, starts, ends = (lists(t) for t in tokenizer.tokenize_with_offsets(subset))
+    ids, starts, ends = (ragged_lists(t) for t in tokenizer.tokenize_with_offsets(subset))
     assert_same(ids, ids_of(reference), subset, "ids with offsets")
     offsets = [list(zip(s, e)) for s, e in zip(starts, ends)]
     assert_same(offsets, [e.offsets for e in reference], subset, "offsets")
@@ -183,7 +178,7 @@ def test_exact_ids_other_accent_settings(texts, vocabularies, lowercase, strip_a
     hf = hf_tokenizer(vocab, lowercase, strip_accents)
     tokenizer = BertTokenizer(vocab, lowercase=lowercase, strip_accents=strip_accents)
     reference = hf.encode_batch(subset, add_special_tokens=False)
-    assert_same(lists(tokenizer(subset)), ids_of(reference), subset, "ids")
+    assert_same(ragged_lists(tokenizer(subset)), ids_of(reference), subset, "ids")
 
 
 def check_packing(tokenizer, vocab, lowercase, segments, length, offsets):
@@ -271,7 +266,7 @@ def test_tflite_mode_mismatches_are_documented(
     vocab = vocabularies[name]
     reference = ids_of(hf_encodings(name))
     tokenizer = BertTokenizer(vocab, lowercase=not cased, normalization="tflite")
-    ids = lists(tokenizer(texts))
+    ids = ragged_lists(tokenizer(texts))
     normalizer = tokenizers.normalizers.BertNormalizer(lowercase=not cased)
     pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
     kinds = {}
@@ -319,7 +314,7 @@ def test_every_code_point_against_hf():
     texts = [f"a{chr(c)}b" for c in code_points]
     hf = hf_tokenizer(UNCASED_VOCAB, lowercase=True)
     reference = ids_of(hf.encode_batch(texts, add_special_tokens=False))
-    ids = lists(BertTokenizer(UNCASED_VOCAB)(texts))
+    ids = ragged_lists(BertTokenizer(UNCASED_VOCAB)(texts))
     differ = [c for c, a, b in zip(code_points, ids, reference) if a != b]
     print(f"\nexact mode: {len(differ)} of {len(code_points)} code points differ")
     new = sorted(set(differ) - GAP)

@@ -1,15 +1,10 @@
 """Vocabulary files and `train_vocabulary`."""
 
-import keras
 import pytest
 
 from kbert.data import vader_sentences
 from kbert.preprocessing import BertTokenizer, load_vocabulary, train_vocabulary
-
-runs_once_on_tensorflow = pytest.mark.skipif(
-    keras.config.backend() != "tensorflow",
-    reason="backend-independent: run once, on the TF backend",
-)
+from tests.test_case import ragged_lists
 
 
 def test_load_vocabulary_file(tmp_path):
@@ -20,7 +15,7 @@ def test_load_vocabulary_file(tmp_path):
         load_vocabulary({"[PAD]": 0})
 
 
-@runs_once_on_tensorflow
+@pytest.mark.backend_independent
 def test_train_vocabulary_then_tokenize_like_hugging_face(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
     texts, _ = vader_sentences(sources=("tweets",))
@@ -32,7 +27,7 @@ def test_train_vocabulary_then_tokenize_like_hugging_face(tmp_path):
     assert 400 < len(tokens) <= 600 and len(set(tokens)) == len(tokens)
     assert any(t.startswith("##") for t in tokens) and "The" in tokens
     tokenizer = BertTokenizer(tokens, lowercase=False)
-    ids = tokenizer(texts).to_list()
+    ids = ragged_lists(tokenizer(texts))
     flat = [i for row in ids for i in row]
     # Every character of the corpus is in the vocabulary: no [UNK] at all.
     assert tokenizer.unk_token_id not in flat
