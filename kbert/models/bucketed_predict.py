@@ -93,7 +93,10 @@ def inference_function(task, model, rows=None):
     rows: `fastest_jit_compile`; eager on torch), one program per shape;
     eagerly, like `fit` and `evaluate`, where the task was compiled with
     `run_eagerly=True`."""
-    if getattr(task, "run_eagerly", False):
+    backend = keras.backend.backend()
+    if (
+        getattr(task, "run_eagerly", False) and backend != "torch"
+    ):  # torch: eager below, no autograd
         return lambda x: keras.tree.map_structure(
             keras.ops.convert_to_numpy, model(x, training=False)
         )
@@ -101,7 +104,6 @@ def inference_function(task, model, rows=None):
     if jit_compile == "auto":
         policy = task.backbone.dtype_policy
         jit_compile = fastest_jit_compile(policy, training=False, rows=rows)
-    backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow as tf  # lazy: only on the TensorFlow backend
 
