@@ -27,7 +27,7 @@ import keras  # noqa: E402
 import pytest  # noqa: E402
 
 import kbert  # noqa: E402
-from tests.test_case import tiny_backbone  # noqa: E402
+from tests.test_case import tensorflow_functions_eagerly, tiny_backbone  # noqa: E402
 
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
@@ -55,20 +55,12 @@ def _eager_on_tensorflow(request):
     """Tests of kbert's logic over tiny models (tasks' outputs, errors for bad
     targets and inputs, long texts' windows, raw strings) run their
     `tf.function`s eagerly on TensorFlow: the same ops, without a trace per
-    fresh model (the six marked files, -n 2: 137 s -> 108 s). The traced path stays checked: `run_model_test` traces
-    every model (`traced_on_tensorflow`), tests not so marked trace as users
-    do, and the JAX run compiles every test."""
-    marked = request.node.get_closest_marker("eager_on_tensorflow")
-    if keras.backend.backend() != "tensorflow" or not marked:
+    fresh model (the six marked files, -n 2: 137 s -> 108 s). The traced
+    path stays checked: `run_model_test` traces every model, tests not so
+    marked trace as users do, and the JAX run compiles every test."""
+    eagerly = bool(request.node.get_closest_marker("eager_on_tensorflow"))
+    with tensorflow_functions_eagerly(eagerly):
         yield
-        return
-    import tensorflow as tf
-
-    tf.config.run_functions_eagerly(True)
-    try:
-        yield
-    finally:
-        tf.config.run_functions_eagerly(False)
 
 
 @pytest.fixture(autouse=True)

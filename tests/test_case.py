@@ -263,23 +263,25 @@ MIXED_PRECISION_BOUNDS = {"mixed_bfloat16": 0.03, "mixed_float16": 0.005}
 
 
 @contextlib.contextmanager
-def traced_on_tensorflow():
-    """TensorFlow traces `tf.function`s (the path users take), also inside a
-    test marked `eager_on_tensorflow`."""
+def tensorflow_functions_eagerly(eagerly):
+    """On TensorFlow, `tf.function`s run eagerly (True) or are traced (False,
+    the path users take) inside this block; a no-op on the other backends.
+    Tests marked `eager_on_tensorflow` run inside `(True)`, `run_model_test`
+    inside `(False)`."""
     if keras.backend.backend() != "tensorflow":
         yield
         return
     import tensorflow as tf
 
     before = tf.config.functions_run_eagerly()
-    tf.config.run_functions_eagerly(False)
+    tf.config.run_functions_eagerly(eagerly)
     try:
         yield
     finally:
         tf.config.run_functions_eagerly(before)
 
 
-@traced_on_tensorflow()  # compiled as users run it, on every backend
+@tensorflow_functions_eagerly(False)  # traced as users run it, on every backend
 def run_model_test(
     cls,
     init_kwargs,

@@ -13,7 +13,6 @@ from kbert.cli import COMMANDS, build_parser
 from kbert.utils import quiet
 
 HEAVY = ("tensorflow", "keras", "jax", "torch")
-once = pytest.mark.backend_independent
 
 
 def _subcommands():
@@ -43,7 +42,7 @@ def test_every_command_is_registered():
     assert len(_subcommands()) == len(COMMANDS)
 
 
-@once
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("command", [None, *sorted(_subcommands())])
 def test_help_loads_no_framework_and_shows_defaults(command):
     argv = ["--help"] if command is None else [command, "--help"]

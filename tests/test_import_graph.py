@@ -66,9 +66,6 @@ def _heavy(target):
     return target.split(".")[0] in LAZY or target.startswith(LAZY_KERAS)
 
 
-once = pytest.mark.backend_independent
-
-
 def _modules():
     modules = {}
     for path in sorted(ROOT.rglob("*.py")):
@@ -131,7 +128,7 @@ def _graph():
     return graph
 
 
-@once
+@pytest.mark.backend_independent
 def test_no_import_cycles():
     graph = _graph()
     state, cycles = {}, []
@@ -151,7 +148,7 @@ def test_no_import_cycles():
     assert not cycles, "\n".join(" -> ".join(cycle) for cycle in cycles)
 
 
-@once
+@pytest.mark.backend_independent
 def test_imports_point_down():
     upward = []
     for name, targets in _graph().items():
@@ -163,7 +160,7 @@ def test_imports_point_down():
     assert not upward, "\n".join(upward)
 
 
-@once
+@pytest.mark.backend_independent
 def test_function_level_imports_are_heavy_libraries_with_a_reason():
     problems = []
     for name, path in MODULES.items():
@@ -219,7 +216,7 @@ def _export_folder(module):
     return None
 
 
-@once
+@pytest.mark.backend_independent
 def test_export_shared_steps_import_no_format_folder():
     shared = [
         name
@@ -247,7 +244,7 @@ def test_export_shared_steps_import_no_format_folder():
 FORMAT_FOLDER_IMPORTS = {("openvino", "onnx"), ("onnx", "openvino")}
 
 
-@once
+@pytest.mark.backend_independent
 def test_format_folders_import_no_other_format_folder():
     graph = _graph()
     across = [

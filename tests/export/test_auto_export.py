@@ -37,11 +37,6 @@ def deployed(model, tmp_path_factory):
     return path, auto(model, path, num_examples=EXAMPLES, repeats=3)
 
 
-# What auto does with the rows does not depend on the backend: checked once.
-# (The candidates per backend: the first test.)
-once = pytest.mark.backend_independent
-
-
 def test_the_fastest_row_within_bounds_is_written(model, deployed):
     path, ranking = deployed
     rows = ranking["rows"]
@@ -98,7 +93,9 @@ def test_the_fastest_row_within_bounds_is_written(model, deployed):
     )
 
 
-@once
+# What auto does with the rows does not depend on the backend: checked once
+# (the candidates per backend: the first test).
+@pytest.mark.backend_independent
 def test_a_candidate_its_exporter_refuses_is_left_out(model, tmp_path, monkeypatch):
     # No quantized artifact agrees on more than 100% of the reviews; float32 holds.
     monkeypatch.setattr(auto_export, "CANDIDATES", auto_export.CANDIDATES[:2])
@@ -112,7 +109,7 @@ def test_a_candidate_its_exporter_refuses_is_left_out(model, tmp_path, monkeypat
     assert ranking["chosen"]["artifact"] not in refused
 
 
-@once
+@pytest.mark.backend_independent
 def test_nothing_is_written_when_no_candidate_holds(model, tmp_path, monkeypatch):
     # Every row misses a bound no output can hold.
     monkeypatch.setattr(auto_export, "CANDIDATES", auto_export.CANDIDATES[:1])
@@ -132,7 +129,7 @@ def _export(argv):
     return args.handler(args)
 
 
-@once
+@pytest.mark.backend_independent
 def test_the_command_prints_the_ranking_and_refuses_what_does_not_apply(
     model, tmp_path, capsys, monkeypatch
 ):
