@@ -500,25 +500,26 @@ def systems(workdir, model, preset=None, threads=THREADS):
             precision,
             lambda q=quantization: onnx_ids(paths[f"onnx {q}"]),
         )
-    for key, label in (
-        ("openvino token_ids float32", "OpenVINO IR"),
-        ("openvino token_ids int8", "OpenVINO IR int8 (NNCF)"),
-    ):
-        default = OpenVinoRunner(xml(key), None, threads) if _exists(paths[key]) else None
-        base = "int8" if "int8" in key else None
-        if default is not None:
-            precision = base or default.precision.replace("f32", "fp32")
-            found[f"{label} ({default.precision}, its default)"] = (
-                (lambda texts, r=default: _sorted_batches(tokenizer, logits_of(r), texts)),
-                precision,
-            )
-            add(
-                f"{label} (f32 forced)",
-                base or "fp32",
-                lambda k=key: openvino_ids(xml(k), "f32"),
-            )
-        else:
+
+    def openvino_rows(key, label, precisions, wrap):
+        """Rows of the IR `key`: at the plugin's default precision for this
+        CPU (None) and at each precision in `precisions` forced."""
+        if not _exists(paths[key]):
             failed[label] = f"not exported: {paths[key]}"
+            return
+        for forced in precisions:
+            runner = OpenVinoRunner(xml(key), forced, threads)
+            suffix = f"{forced} forced" if forced else f"{runner.precision}, its default"
+            precision = "int8" if "int8" in key else runner.precision.replace("f32", "fp32")
+            found[f"{label} ({suffix})"] = (wrap(runner), precision)
+
+    def sorted_ids(runner):
+        return lambda texts: _sorted_batches(tokenizer, logits_of(runner), texts)
+
+    openvino_rows("openvino token_ids float32", "OpenVINO IR", (None, "f32"), sorted_ids)
+    openvino_rows(
+        "openvino token_ids int8", "OpenVINO IR int8 (NNCF)", (None, "f32"), sorted_ids
+    )
     add(
         "OpenVINO, dynamic_int8 ONNX file (its default)",
         "int8",
@@ -542,18 +543,12 @@ def systems(workdir, model, preset=None, threads=THREADS):
                 OnnxRunner(paths[f"onnx string {q}"], num_threads=threads)
             ),
         )
-    for key, label, precisions in (
-        ("openvino string float32", "OpenVINO IR strings", (None, "f32")),
-        ("openvino string int8", "OpenVINO IR strings int8 (NNCF)", (None,)),
-    ):
-        for forced in precisions:
-            if not _exists(paths[key]):
-                failed[label] = f"not exported: {paths[key]}"
-                break
-            runner = OpenVinoRunner(xml(key), forced, threads)
-            suffix = "f32 forced" if forced else f"{runner.precision}, its default"
-            precision = "int8" if "int8" in key else runner.precision.replace("f32", "fp32")
-            found[f"{label} ({suffix})"] = (text_runner(runner), precision)
+    openvino_rows(
+        "openvino string float32", "OpenVINO IR strings", (None, "f32"), text_runner
+    )
+    openvino_rows(
+        "openvino string int8", "OpenVINO IR strings int8 (NNCF)", (None,), text_runner
+    )
     for quantization in ("float32", "dynamic_int8"):
         precision = "fp32" if quantization == "float32" else "int8"
         add(
