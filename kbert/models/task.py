@@ -543,10 +543,9 @@ class Task(
                 self._check_raw_count(x)
                 if y is None:
                     raise ValueError('evaluate(long_texts="windows") needs labels `y`.')
-                y = self.window_targets(x, y, stride)  # checked before the model runs
-                outputs = self.predict(
-                    x, batch_size, verbose=0, long_texts=long_texts, stride=stride
-                )
+                windows = self.window_samples(x, stride, y)
+                y = self.window_targets(windows, y)  # checked before the model runs
+                outputs = self._predict_windows(windows, batch_size)
                 return self._score(outputs, y, sample_weight, kwargs.get("return_dict"))
             # `fit` evaluates its (already bucketed) validation data this way.
             if not kwargs.get("_use_cached_eval_dataset") and self._takes_raw(x):
@@ -566,11 +565,12 @@ class Task(
         elif isinstance(x, dict):
             self.check_targets(x, y)
 
-    def window_targets(self, x, y, stride):
-        """The labels `y` of raw samples `x` as `evaluate(long_texts="windows")`
-        scores them against `join_windows`' outputs: one per text as given,
-        unless the outputs are per token (a task then says how its labels
-        follow the joined tokens, as `BertTokenClassifier` does)."""
+    def window_targets(self, windows, y):
+        """The labels `y` of the samples cut into `windows` (`window_samples`
+        with `y`) as `evaluate(long_texts="windows")` scores them against
+        `join_windows`' outputs: one per text as given, unless the outputs are
+        per token (a task then says how its labels follow the joined tokens,
+        as `BertTokenClassifier` does)."""
         if self.output_sequence_axis is not None:
             raise ValueError(
                 f'{type(self).__name__}.evaluate(long_texts="windows") is not '
@@ -629,13 +629,9 @@ class Task(
                 raise ValueError(
                     'long_texts="windows" takes in-memory samples, not a tf.data.Dataset.'
                 )
-            windows = self.window_samples(x, stride)
-            features = {name: windows[name] for name in INPUT_NAMES}
-            outputs = self.predict_features(
-                features, batch_size, verbose, callbacks, model=self._window_model()
+            return self._predict_windows(
+                self.window_samples(x, stride), batch_size, verbose, callbacks
             )
-            count = int(windows["count"])
-            return self.join_windows(outputs, windows, count)
         if not self._takes_raw(x):
             return super().predict(
                 x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks
@@ -651,6 +647,14 @@ class Task(
                 )
         features = self._raw_arrays(x)[0]
         return self.predict_features(features, batch_size, verbose, callbacks)
+
+    def _predict_windows(self, windows, batch_size, verbose=0, callbacks=None):
+        """Outputs per sample of `window_samples`' windows, joined."""
+        features = {name: windows[name] for name in INPUT_NAMES}
+        outputs = self.predict_features(
+            features, batch_size, verbose, callbacks, model=self._window_model()
+        )
+        return self.join_windows(outputs, windows, int(windows["count"]))
 
     def predict_features(
         self, features, batch_size=None, verbose=0, callbacks=None, model=None

@@ -157,11 +157,11 @@ class BertTokenClassifier(Task):
         self.check_id_ranges({name: windows[name] for name in INPUT_NAMES})
         return windows
 
-    def window_targets(self, x, y, stride):
+    def window_targets(self, windows, y):
         """Word labels `y` -> piece labels of the whole texts, laid out as
         `join_windows` lays out the windows' logits: each word's label on its
-        first piece, -100 elsewhere and past each text's end."""
-        windows = self.window_samples(x, stride, y)
+        first piece, -100 elsewhere and past each text's end (`windows`:
+        `window_samples` of the texts with `y`)."""
         labels = stitch(windows["labels"], windows, windows["count"])
         real = stitch(windows["padding_mask"], windows, windows["count"])
         return np.where(real == 1, labels, IGNORE_LABEL)

@@ -456,18 +456,25 @@ def test_fit_trains_on_windows_and_evaluate_scores_texts():
     np.testing.assert_allclose(history.history["loss"][0], want, rtol=1e-5)
 
 
-def test_token_classifier_evaluate_scores_every_word_of_whole_texts(tmp_path):
+def test_token_classifier_evaluate_scores_every_word_of_whole_texts(tmp_path, monkeypatch):
     """Loss and accuracy over every word of each text, each from its
-    first piece in its best window (the reference: `tokenizers` windows)."""
+    first piece in its best window (the reference: `tokenizers` windows);
+    the texts are cut into windows once."""
     tagger = randomized(
         kbert.BertTokenClassifier(backbone(), 3, preprocessor=preprocessor())
     )
     texts = [LONG, SHORT[2], LONG[:40]]
     rng = np.random.default_rng(0)
     labels = [rng.integers(0, 3, len(text.split())).tolist() for text in texts]
+    cut = []
+    window_samples = tagger.window_samples
+    monkeypatch.setattr(
+        tagger, "window_samples", lambda *a, **k: cut.append(1) or window_samples(*a, **k)
+    )
     scores = tagger.evaluate(
         texts, labels, long_texts="windows", stride=3, return_dict=True, verbose=0
     )
+    assert len(cut) == 1
     logits = np.concatenate([reference_word_logits(tagger, tmp_path, t, 3) for t in texts])
     words = np.concatenate(labels)
     assert len(words) == sum(len(text.split()) for text in texts) > 3 * (LENGTH - 2)
