@@ -20,6 +20,7 @@ from kbert.export.onnx.outliers import (
     weight_matmuls,
 )
 from kbert.export.onnx.quantization import calibration_feeds, quantize_and_verify
+from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.record import read_record
 from kbert.export.spec import export_spec
 from tests.export.export_helpers import (
@@ -94,10 +95,67 @@ def test_each_quantization_runs_and_records_its_agreement(
     # agreement must be almost perfect (measured: kappa 0.86-1.0).
     assert _kappa(got, want) >= 0.8, quantization
     if quantization == "dynamic_int8":
+        # min_agreement=0: the first ratio tried (no outlier bypass) is kept.
+        assert summary["outlier_search"][-1]["outlier_ratio"] is None
+        assert summary["outlier_channels"] == {"tensors": 0, "channels": 0}
+        assert not any(n.name.startswith(PREFIX) for n in proto.graph.node)
         # The head stays float32: its MatMul is untouched in the file.
         head = head_matmuls(onnx.load(float_path))
         assert len(head) == 1
         assert head[0] in {n.name for n in proto.graph.node if n.op_type == "MatMul"}
+
+
+@pytest.mark.backend_independent  # the search over a file's outlier ratios
+def test_dynamic_int8_bypasses_outliers_only_where_the_texts_need_it(
+    float_file, tmp_path, monkeypatch
+):
+    """Ratios are tried least bypass first; a file that misses min_agreement
+    on the calibration texts, or then on the held-out ones, is passed over."""
+    monkeypatch.setattr(agreement, "AGREEMENT_TEXTS", 128)
+    model, float_path = float_file
+    spec = export_spec(model)
+    recipe = quantization.QuantizationRecipe(
+        "dynamic", outlier_ratio=(None, 2.0, 1.5), max_outlier_channels=4
+    )
+    with pytest.raises(ValueError, match="quantize_and_verify searches"):
+        quantization.quantize_onnx(float_path, str(tmp_path / "x.onnx"), recipe)
+    # The first try misses on the calibration texts, the second on the
+    # held-out ones; the third is the last and is measured as it is.
+    measured = quantization.calibration_agreement
+    forced = iter([0.0, 1.0])
+
+    def calibration_agreement(*args):
+        value = next(forced, None)
+        return measured(*args) if value is None else value
+
+    monkeypatch.setattr(quantization, "calibration_agreement", calibration_agreement)
+    verify = agreement.verify_agreement
+    checks = []
+
+    def verify_once_refused(*args, **kwargs):
+        checks.append(1)
+        if len(checks) == 1:
+            raise kbert.export.ExportVerificationError("below min_agreement")
+        return verify(*args, **kwargs)
+
+    monkeypatch.setattr(agreement, "verify_agreement", verify_once_refused)
+    path = str(tmp_path / "searched.onnx")
+    shutil.copy(float_path, path)
+    summary = quantize_and_verify(model, spec, path, recipe, 0.5)
+    search = summary["outlier_search"]
+    assert [t["outlier_ratio"] for t in search] == [None, 2.0, 1.5]
+    assert search[0]["calibration_agreement"] == 0.0 and "held_out" not in search[0]
+    assert search[1]["held_out"] == "below min_agreement" and len(checks) == 2
+    assert summary["outlier_ratio"] == 1.5 and summary["outlier_channels"]["tensors"]
+    # What was recorded of the kept file is its own.
+    feeds = calibration_feeds(model, spec, quantization.SEARCH_TEXTS)
+    float_outputs = [OnnxRunner(float_path)(feed) for feed in feeds]
+    assert search[2]["calibration_agreement"] == pytest.approx(
+        measured(spec, float_outputs, OnnxRunner(path), feeds), abs=1e-12
+    )
+    got, want = _predictions_by_hand(model, path)
+    assert summary["agreement"]["value"] == pytest.approx(np.mean(got == want), abs=1e-9)
+    assert any(n.name.startswith(PREFIX) for n in onnx.load(path).graph.node)
 
 
 def test_outlier_channels_split_computes_the_same_function(float_file, tmp_path):

@@ -94,7 +94,8 @@ def onnx(
         source: where the model came from (preset directory or `.keras`
             file), kept in the export record for `kbert verify`.
         quantization: None (float32), `"dynamic_int8"` (recommended: int8
-            dense layers, outlier channels and the head in float32),
+            dense layers, the head and, where the model needs it, outlier
+            channels in float32),
             `"int8"` (static activation ranges too), `"float16"`, or a
             `kbert.export.onnx.quantization.QuantizationRecipe` (e.g.
             `QuantizationRecipe("blockwise")`: 8-bit blocks, slower, closer).
