@@ -96,7 +96,7 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
     assert read_record(str(path)) == record
     assert record["quantization"] == "int8"
     quantized = record["quantized"]
-    assert quantized["method"] == "nncf int8 (transformer)"
+    assert quantized["method"] == "nncf int8 (transformer, attention in float)"
     assert quantized["calibration"] == "256 real texts (Rotten Tomatoes training)"
     recorded = quantized["agreement"]
     assert recorded["texts"].startswith("500 real texts"), recorded
@@ -110,9 +110,19 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
     assert value >= 0.99, value
     ir = core.read_model(xml)
     fake_quantize = [op for op in ir.get_ops() if op.get_type_name() == "FakeQuantize"]
-    # Both inputs of every encoder MatMul of 6 layers (q, k, v, output,
-    # intermediate, output dense) at least.
-    assert len(fake_quantize) >= 6 * 6, len(fake_quantize)
+    # The activation input of every weight MatMul of 6 layers (q, k and v
+    # share one; attention output, intermediate, output dense) at least.
+    assert len(fake_quantize) >= 4 * 6, len(fake_quantize)
+    # Attention stays float: int8 attention at the bf16 default of a CPU
+    # with AMX agreed on 0.976 of the reviews.
+    attention = [
+        op for op in ir.get_ops() if op.get_type_name() == "ScaledDotProductAttention"
+    ]
+    assert len(attention) == 6
+    fed = {
+        op.input_value(i).get_node().get_type_name() for op in attention for i in range(3)
+    }
+    assert "FakeQuantize" not in fed, fed
 
     row = gate([artifact_row(str(path), model, num_examples=64, repeats=2)])[0]
     assert row["format"] == "openvino int8"
