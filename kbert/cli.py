@@ -36,7 +36,7 @@ from kbert.models import task_names
 from kbert.presets import OUTPUT_FORMATS
 from kbert.pretraining.commands import add_fill_mask_command, add_pretrain_command
 from kbert.utils.artifact_kinds import add_overwrite_argument
-from kbert.utils.quiet import quiet_logs, quiet_process
+from kbert.utils.quiet import logger_level, quiet_logs, quiet_process
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -90,17 +90,14 @@ class Parser(argparse.ArgumentParser):
 @contextlib.contextmanager
 def _print_loading_log():
     """Prints the converters' log lines (what was found and loaded) to stdout."""
-    logger = logging.getLogger("kbert.presets")
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(logging.Formatter("%(message)s"))
-    previous = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
+    with logger_level("kbert.presets", logging.INFO) as logger:
+        logger.addHandler(handler)
+        try:
+            yield
+        finally:
+            logger.removeHandler(handler)
 
 
 def add_convert_command(subparsers):

@@ -147,6 +147,24 @@ def quiet_library():
 
 
 @contextlib.contextmanager
+def logger_level(name, level):
+    """Sets the Python logger `name` to `level` inside the block, then back.
+
+    Example:
+    >>> with logger_level("nncf", logging.WARNING):
+    ...     logging.getLogger("nncf").level == logging.WARNING
+    True
+    """
+    logger = logging.getLogger(name)
+    previous = logger.level
+    logger.setLevel(level)
+    try:
+        yield logger
+    finally:
+        logger.setLevel(previous)
+
+
+@contextlib.contextmanager
 def native_logs_dropped():
     """Drops native log lines written to file descriptor 2 inside the block
     (kept in a temporary file, the rest written back when it ends)."""

@@ -29,6 +29,8 @@ import pathlib
 import pickle
 import warnings
 
+from kbert.utils.quiet import logger_level
+
 ENGINES = ("local", "ray")
 INSTALL_HINT = "pip install kbert-keras[ray]"
 FAIL_ONCE_VARIABLE = "KBERT_RAY_FAIL_ONCE"
@@ -147,7 +149,10 @@ def _on_ray(make_worker, items, workers, address, init_args):
     ]
     if not rows:
         return
-    with ray_session(workers, address, init_args) as ray:
+    with (
+        ray_session(workers, address, init_args) as ray,
+        logger_level("ray.data", logging.WARNING),
+    ):
         context = ray.data.DataContext.get_current()
         saved = (
             context.execution_options.preserve_order,
@@ -157,8 +162,6 @@ def _on_ray(make_worker, items, workers, address, init_args):
         context.execution_options.preserve_order = True
         context.actor_task_retry_on_errors = True
         context.enable_progress_bars = False
-        previous_level = logging.getLogger("ray.data").level
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
         try:
             with warnings.catch_warnings():
                 # Ray 2.60 deprecates remote arguments such as retries, naming no others.
@@ -190,4 +193,3 @@ def _on_ray(make_worker, items, workers, address, init_args):
                 context.actor_task_retry_on_errors,
                 context.enable_progress_bars,
             ) = saved
-            logging.getLogger("ray.data").setLevel(previous_level)

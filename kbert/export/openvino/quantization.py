@@ -29,6 +29,7 @@ from kbert.export.onnx.quantization import (
     calibration_feeds,
     calibration_source,
 )
+from kbert.utils.quiet import logger_level
 
 
 def quantize_openvino(model, spec, ov_model, count=CALIBRATION_TEXTS):
@@ -61,24 +62,18 @@ def quantize_openvino(model, spec, ov_model, count=CALIBRATION_TEXTS):
     )
     # NNCF's progress bars are progress, not output: on stderr; its INFO
     # lines (one per ignored attention node) are not shown.
-    logger = logging.getLogger("nncf")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            quantized = nncf.quantize(
-                ov_model,
-                dataset,
-                model_type=nncf.ModelType.TRANSFORMER,
-                subset_size=len(feeds),
-                ignored_scope=nncf.IgnoredScope(
-                    names=attention_nodes(ov_model),
-                    types=["ScaledDotProductAttention"],
-                    validate=False,  # one of the two forms is absent
-                ),
-            )
-    finally:
-        logger.setLevel(level)
+    with logger_level("nncf", logging.WARNING), contextlib.redirect_stdout(sys.stderr):
+        quantized = nncf.quantize(
+            ov_model,
+            dataset,
+            model_type=nncf.ModelType.TRANSFORMER,
+            subset_size=len(feeds),
+            ignored_scope=nncf.IgnoredScope(
+                names=attention_nodes(ov_model),
+                types=["ScaledDotProductAttention"],
+                validate=False,  # one of the two forms is absent
+            ),
+        )
     summary = {
         "method": "nncf int8 (transformer, attention in float)",
         "nncf": nncf.__version__,
