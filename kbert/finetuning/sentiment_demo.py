@@ -126,7 +126,7 @@ def run(
     curve_path = save_training_curve(
         curve,
         os.path.join(output_dir, "training_curve.png"),
-        "all-MiniLM-L6-v2 on Rotten Tomatoes",
+        f"{recipe.preset} on Rotten Tomatoes",
     )
     results = {
         "backend": keras.backend.backend(),
