@@ -15,6 +15,8 @@ import sys
 import keras
 import pytest
 
+from tests.export.export_helpers import tiny_model
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 SMOKE = {
     "sentiment_classification.py": [
@@ -34,28 +36,13 @@ EXPECTED_OUTPUT = {
 }
 
 
-def tiny_classifier():
-    """Two layers, a few words and every letter: fine-tunes in seconds."""
-    import kbert
-    from tests.export.export_helpers import preprocessor, vocabulary
-
-    backbone = kbert.BertBackbone(
-        vocabulary_size=len(vocabulary()),
-        num_layers=2,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=64,
-    )
-    return kbert.BertClassifier(backbone, num_classes=2, preprocessor=preprocessor())
-
-
 @pytest.mark.skipif(keras.backend.backend() != "jax", reason="examples run in the JAX run")
 @pytest.mark.parametrize("script", sorted(SMOKE))
 def test_example_smoke_run(script, tmp_path):
     arguments = [a.format(tmp=tmp_path) for a in SMOKE[script]]
     if "--preset" in arguments:
-        tiny_classifier().save_to_preset(tmp_path / "tiny")
+        # the demo recipe reads 48 tokens; tiny_model holds 32 by default
+        tiny_model(num_classes=2, max_sequence_length=64).save_to_preset(tmp_path / "tiny")
     result = subprocess.run(
         [sys.executable, os.path.join(EXAMPLES, script), *arguments],
         env={**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "3"},

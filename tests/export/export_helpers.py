@@ -30,7 +30,9 @@ def preprocessor(normalization="exact", sequence_length=SEQUENCE_LENGTH):
     return BertPreprocessor(tokenizer, sequence_length=sequence_length)
 
 
-def tiny_model(cls_name="BertClassifier", hidden_dim=16, seed=0, **kwargs):
+def tiny_model(
+    cls_name="BertClassifier", hidden_dim=16, seed=0, max_sequence_length=32, **kwargs
+):
     """A two-layer model whose outputs vary visibly from text to text."""
     import kbert
 
@@ -41,7 +43,7 @@ def tiny_model(cls_name="BertClassifier", hidden_dim=16, seed=0, **kwargs):
         num_heads=2,
         hidden_dim=hidden_dim,
         intermediate_dim=2 * hidden_dim,
-        max_sequence_length=32,
+        max_sequence_length=max_sequence_length,
         initializer_range=0.3,
     )
     kwargs.setdefault("preprocessor", preprocessor())
