@@ -38,11 +38,12 @@ demo: setup
 test: setup
 	@# the fine-tuned classifier that tests share, trained once per code version
 	$(PY) -c "from tests.trained_models import demo_classifier_preset as p; p()"
+	@# longest test files first (tests/file_order.py) so that both workers end together;
 	@# tests marked whole_machine start worker processes of their own: they run
 	@# after the parallel run, one at a time, so that none competes for the 2 cores
 	@status=0; for backend in $(BACKENDS); do \
 		echo "=== KERAS_BACKEND=$$backend"; \
-		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q -n 2 --dist loadfile \
+		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
 			-m "not whole_machine" --durations=15 tests || status=1; \
 		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q \
 			-m whole_machine --durations=5 tests || status=1; \

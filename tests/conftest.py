@@ -29,6 +29,8 @@ import pytest  # noqa: E402
 import kbert  # noqa: E402
 from tests.test_case import tensorflow_functions_eagerly, tiny_backbone  # noqa: E402
 
+pytest_plugins = ["tests.file_order"]
+
 WORDS = "good great fun bad dull awful movie plot the a was very not".split()
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
 
