@@ -19,8 +19,8 @@ import warnings
 import keras
 import numpy as np
 
-# 10% slower: PyTorch and TensorFlow bf16 on CPUs with bf16 units measured
-# 0.7-0.9 here, JAX 1.3-1.5 (AMD Zen 4).
+# 10% slower: on an AMD Zen 4 (AVX512-BF16) the bf16 matmul took 0.7x
+# (TensorFlow) and 0.9x (PyTorch) as long as float32, on JAX 1.3-1.5x.
 SLOWDOWN_BOUND = 1.1
 _MATMUL_SIZE = 256
 _SLOWDOWNS = {}
@@ -90,8 +90,9 @@ def warn_if_slower_than_float32(dtype_policy, stacklevel=3):
     compute_dtype = getattr(dtype_policy, "compute_dtype", None) or "float32"
     slowdown = precision_slowdown(compute_dtype)
     if slowdown > SLOWDOWN_BOUND:
+        factor = f"{slowdown:.0f}" if slowdown >= 10 else f"{slowdown:.1f}"
         warnings.warn(
-            f"{compute_dtype} runs {slowdown:.2g}x slower than float32 on this CPU "
+            f"{compute_dtype} runs {factor}x slower than float32 on this CPU "
             f"with the {keras.backend.backend()} backend (measured on a "
             f"{_MATMUL_SIZE}x{_MATMUL_SIZE} matmul: the backend has no fast "
             f"{compute_dtype} kernel for this CPU, which lacks AVX512-BF16/AMX or "

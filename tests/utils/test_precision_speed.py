@@ -65,9 +65,12 @@ def test_a_precision_near_float32_speed_is_quiet(timings):
 def test_a_bfloat16_a_third_slower_warns_too(timings):
     seconds, _ = timings
     seconds["bfloat16"] = 0.0013  # JAX's XLA on an AMD Zen 4: 1.3-1.5x
+    seconds["float16"] = 0.132  # as slow as PyTorch's bf16 on a Zen 3 (132x)
     found = slow_precision_warnings("bfloat16")
     assert len(found) == 1
     assert str(found[0].message).startswith("bfloat16 runs 1.3x slower than float32")
+    found = slow_precision_warnings("float16")
+    assert str(found[0].message).startswith("float16 runs 132x slower than float32")
 
 
 def test_on_an_accelerator_nothing_is_timed(timings, monkeypatch):
