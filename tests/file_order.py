@@ -39,10 +39,15 @@ def _table():
         return json.load(file)
 
 
+def _file(nodeid):
+    """The table's key for a test: its file, as pytest names it."""
+    return nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(config, items):
     seconds = _table().get(keras.backend.backend(), {})
     # sort() is stable: tests keep their order within a file.
-    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], 0.0))
+    items.sort(key=lambda item: -seconds.get(_file(item.nodeid), 0.0))
 
 
 class _Recorder:
@@ -50,7 +55,7 @@ class _Recorder:
         self.seconds = collections.defaultdict(float)
 
     def pytest_runtest_logreport(self, report):
-        self.seconds[report.nodeid.split("::")[0]] += report.duration
+        self.seconds[_file(report.nodeid)] += report.duration
 
     def pytest_sessionfinish(self, session):
         table = _table()
