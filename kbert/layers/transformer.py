@@ -121,7 +121,16 @@ class BertTransformerLayer(keras.layers.Layer):
         )
         self.hidden_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy)
         self._qkv_projection = FusedProjection((self.query, self.key, self.value))
+        self._linear = {
+            dense: FusedProjection((dense,))
+            for dense in (self.attention_output, self.intermediate, self.output_dense)
+        }
         self.built = True
+
+    def _apply_dense(self, dense, x):
+        """`dense` on `x`: torch's `linear` in torch inference, else as Keras runs it."""
+        outputs = self._linear[dense](x)
+        return call_sublayer(dense, x) if outputs is None else outputs
 
     def _split_heads(self, x):
         return ops.reshape(x, ops.shape(x)[:-1] + (self.num_heads, self.head_dim))
@@ -161,10 +170,12 @@ class BertTransformerLayer(keras.layers.Layer):
             probabilities = None
         context = ops.reshape(context, ops.shape(x))
         attention = self.hidden_dropout.call(
-            call_sublayer(self.attention_output, context), training=training
+            self._apply_dense(self.attention_output, context), training=training
         )
         x = self.attention_layer_norm.call(x + attention)
-        feed_forward = call_sublayer(self.output_dense, call_sublayer(self.intermediate, x))
+        feed_forward = self._apply_dense(
+            self.output_dense, self._apply_dense(self.intermediate, x)
+        )
         feed_forward = self.hidden_dropout.call(feed_forward, training=training)
         x = self.output_layer_norm.call(x + feed_forward)
         if return_attention_scores:
