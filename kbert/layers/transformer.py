@@ -6,6 +6,7 @@ from keras import ops
 from kbert.layers.activations import get_activation
 from kbert.layers.fused_projection import FusedProjection
 from kbert.layers.sublayers import call_sublayer
+from kbert.layers.torch_attention import torch_inference_attention
 
 
 def _with_query_length(attention_mask, query):
@@ -164,9 +165,12 @@ class BertTransformerLayer(keras.layers.Layer):
                 query, key, value, attention_mask, training
             )
         else:
-            context = ops.dot_product_attention(
-                query, key, value, mask=_with_query_length(attention_mask, query)
-            )
+            negative = _large_negative(self.compute_dtype)
+            context = torch_inference_attention(query, key, value, attention_mask, negative)
+            if context is None:
+                context = ops.dot_product_attention(
+                    query, key, value, mask=_with_query_length(attention_mask, query)
+                )
             probabilities = None
         context = ops.reshape(context, ops.shape(x))
         attention = self.hidden_dropout.call(
