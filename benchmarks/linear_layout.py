@@ -25,15 +25,20 @@ from end_to_end import cpu_description  # noqa: E402
 SHAPES = ((384, 1152), (384, 384), (384, 1536), (1536, 384))
 
 
+FORMS = ("matmul + add (Keras Dense)", "linear, transposed view", "linear, (out, in) copy")
+
+
 def forms(x, kernel, bias):
+    """`{name: call}` of the three forms, named as in `FORMS`."""
     import torch
 
     weight = kernel.T.contiguous()
-    return {
-        "matmul + add (Keras Dense)": lambda: torch.matmul(x, kernel) + bias,
-        "linear, transposed view": lambda: torch.nn.functional.linear(x, kernel.T, bias),
-        "linear, (out, in) copy": lambda: torch.nn.functional.linear(x, weight, bias),
-    }
+    calls = (
+        lambda: torch.matmul(x, kernel) + bias,
+        lambda: torch.nn.functional.linear(x, kernel.T, bias),
+        lambda: torch.nn.functional.linear(x, weight, bias),
+    )
+    return dict(zip(FORMS, calls))
 
 
 def main():
@@ -66,12 +71,12 @@ def main():
                     function()
                     times[name].append(time.perf_counter() - start)
             medians = {name: statistics.median(t) for name, t in times.items()}
-            base = medians["matmul + add (Keras Dense)"]
+            base = medians[FORMS[0]]
             rows.append(
                 [str(dtype).removeprefix("torch."), f"{units_in} -> {units_out}"]
                 + [f"{m * 1e3:.2f} ms ({base / m:.2f}x)" for m in medians.values()]
             )
-    print_table(["dtype", "shape", *forms(*[torch.zeros(1, 1)] * 2, torch.zeros(1))], rows)
+    print_table(["dtype", "shape", *FORMS], rows)
 
 
 if __name__ == "__main__":

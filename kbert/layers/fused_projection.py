@@ -41,6 +41,11 @@ class FusedProjection:
 
     def __init__(self, denses):
         self.denses = tuple(denses)
+        # Fixed when a Dense is made, so read once: one Dense's activation
+        # applies after; over a concatenation there is none to apply.
+        activations = [_activation(dense) for dense in self.denses]
+        self._fusable = len(self.denses) == 1 or not any(activations)
+        self._activation = activations[0]
         self._variables = None  # kernels and biases, read once (a property each)
         self._cache = None  # (versions, kernel, bias)
 
@@ -49,10 +54,9 @@ class FusedProjection:
             return None
         import torch  # lazy: the fused path is torch's
 
-        if torch.is_grad_enabled() or not all(_plain(dense) for dense in self.denses):
+        if not self._fusable or torch.is_grad_enabled():
             return None
-        activations = [_activation(dense) for dense in self.denses]
-        if len(self.denses) > 1 and any(activations):
+        if not all(_plain(dense) for dense in self.denses):
             return None
         if self._variables is None:
             self._variables = [
@@ -68,7 +72,7 @@ class FusedProjection:
         if not isinstance(x, torch.Tensor):
             x = keras.ops.convert_to_tensor(x)
         outputs = torch.nn.functional.linear(x, self._cache[1].T, self._cache[2])
-        return outputs if activations[0] is None else activations[0](outputs)
+        return outputs if self._activation is None else self._activation(outputs)
 
 
 def _activation(dense):
