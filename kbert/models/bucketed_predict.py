@@ -86,6 +86,13 @@ def empty_outputs(task):
     return keras.tree.map_structure(empty, task.output)
 
 
+def compiles_per_shape():
+    """Whether `inference_function` traces a program per input shape: on
+    TensorFlow and JAX; torch runs eagerly, so any batch shape costs nothing
+    extra there."""
+    return keras.backend.backend() != "torch"
+
+
 def inference_function(task, model, rows=None):
     """`features -> NumPy outputs` of `model` (this task, or a model over
     its layers), compiled as `compile()` chose (by default XLA on JAX, and

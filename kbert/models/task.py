@@ -666,7 +666,10 @@ class Task(
         batch_size = batch_size or length_batching.DEFAULT_BATCH_SIZE
         count = len(length_batching.token_lengths(features))
         batches = length_batching.predict_batches(
-            features, batch_size, self._sequence_length
+            features,
+            batch_size,
+            self._sequence_length,
+            fixed_shapes=bucketed_predict.compiles_per_shape(),
         )
         steps = -(-count // batch_size)
         return bucketed_predict.run_batches(

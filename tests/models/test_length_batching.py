@@ -153,8 +153,11 @@ def test_ner_spans_and_qa_answers_equal_fixed_length(monkeypatch):
 
 
 def test_compiled_shapes_stay_bounded(monkeypatch):
+    """Under XLA-tracing backends, a bounded set of shapes whatever the
+    texts; on torch (eager) each batch is exactly its longest row."""
     model = kbert.BertClassifier(backbone(), 2, preprocessor=preprocessor())
     shapes = set()
+    longest = []  # (batch length, longest real row) per batch
     original = bucketed_predict.inference_function
 
     def recording(*args):
@@ -162,13 +165,20 @@ def test_compiled_shapes_stay_bounded(monkeypatch):
 
         def run(features):
             shapes.add(features["token_ids"].shape)
+            real = np.asarray(features["padding_mask"]).sum(axis=-1).max()
+            longest.append((features["token_ids"].shape[1], int(real)))
             return forward(features)
 
         return run
 
     monkeypatch.setattr(bucketed_predict, "inference_function", recording)
-    for count in (1, 3, 7, 8, 9, 20, 33, 50):
+    counts = (1, 3, 7, 8, 9, 20, 33, 50)
+    for count in counts:
         model.predict(random_texts(count, seed=count), batch_size=8, verbose=0)
+    if not bucketed_predict.compiles_per_shape():
+        assert all(length == real for length, real in longest), longest
+        assert len(longest) == sum(-(-count // 8) for count in counts)
+        return
     lengths = length_batching.bucket_lengths(SEQUENCE_LENGTH)
     rows = (1, 2, 4, 8)
     assert {shape[0] for shape in shapes} <= set(rows)
