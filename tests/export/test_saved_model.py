@@ -98,6 +98,25 @@ def test_saved_model_serves_in_a_tensorflow_only_process(tmp_path):
     assert tf_text_ops <= graph_ops(path)
     assert set(record["tf_text_ops"]) <= SERVING_TF_TEXT_OPS
     assert record["verification"]["max_abs_diff"]["serving_default"]["logits"] <= 1e-5
+    assert "without Keras or kbert" in record["verification"]["runtime"]
+
+
+def test_a_serving_process_that_loaded_keras_is_refused(monkeypatch):
+    """TF Serving runs no Python: the verifier's process must not have needed
+    Keras (or kbert) to load the SavedModel."""
+    from kbert.export.saved_model import exporter
+    from kbert.export.spec import export_spec
+
+    model = tiny_model(num_classes=2)
+    spec = export_spec(model, None)
+
+    def loaded_keras(directory, runs):
+        outputs = [keras_outputs(model, features) for _, features in runs[:1]]
+        return outputs, [float("nan")], ["keras", "numpy", "tensorflow"]
+
+    monkeypatch.setattr(exporter, "run_saved_model", loaded_keras)
+    with pytest.raises(RuntimeError, match=r"imported \['keras'\]; TF Serving has neither"):
+        exporter.verify_saved_model(model, spec, "unused")
 
 
 @pytest.mark.skipif(

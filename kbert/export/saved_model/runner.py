@@ -1,5 +1,5 @@
-"""Runs a SavedModel as TF Serving does: in a fresh Python process importing
-only `tensorflow` and `tensorflow_text` (`serving_process.py`), or here.
+"""Runs a SavedModel as TF Serving does: in a fresh Python process with only
+TensorFlow and tensorflow-text's ops, no Keras (`serving_process.py`), or here.
 
 Takes and returns dicts of NumPy arrays keyed by input and output name.
 """
@@ -35,8 +35,8 @@ def run_saved_model(directory, runs, repeats=0):
     Example:
     >>> runs = [("serving_default", {"text": np.array(["A fine film."])})]
     >>> outputs, _, modules = run_saved_model(saved_model_dir, runs)
-    >>> outputs[0]["probabilities"].shape, "kbert" in modules
-    ((1, 2), False)
+    >>> outputs[0]["probabilities"].shape, "kbert" in modules, "keras" in modules
+    ((1, 2), False, False)
     """
     if isinstance(repeats, int):
         repeats = [repeats] * len(runs)
