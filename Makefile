@@ -8,6 +8,11 @@ BACKENDS := tensorflow jax torch
 
 .PHONY: setup demo test lint bench
 
+# The test files with whole_machine tests: the serial run collects only these
+# (collecting all of tests/ again took 12-14 s per backend, these 7; the
+# suite's conftest refuses a whole_machine test in a file that does not name it).
+WHOLE_MACHINE_FILES = $(shell grep -rl --include='test_*.py' whole_machine tests)
+
 setup: $(VENV)/.installed
 
 # uv installs the pins of pyproject.toml in about a minute where pip takes
@@ -46,7 +51,7 @@ test: setup
 		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
 			-m "not whole_machine" --durations=15 tests || status=1; \
 		KERAS_BACKEND=$$backend TF_CPP_MIN_LOG_LEVEL=3 $(PY) -m pytest -q \
-			-m whole_machine --durations=5 tests || status=1; \
+			-m whole_machine --durations=5 $(WHOLE_MACHINE_FILES) || status=1; \
 	done; exit $$status
 
 lint: setup

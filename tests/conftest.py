@@ -44,12 +44,26 @@ ONCE_ON = "torch"
 
 
 def pytest_collection_modifyitems(config, items):
+    _check_whole_machine_files(items)
     if keras.backend.backend() == ONCE_ON:
         return
     skip = pytest.mark.skip(reason="backend-independent: checked once, in the PyTorch run")
     for item in items:
         if item.get_closest_marker("backend_independent"):
             item.add_marker(skip)
+
+
+def _check_whole_machine_files(items):
+    """`make test` runs whole_machine tests from the files that name the mark
+    (it greps for them); a test marked some other way would not run there."""
+    for item in items:
+        if item.get_closest_marker("whole_machine"):
+            text = item.path.read_text(encoding="utf-8")
+            if "whole_machine" not in text:
+                raise pytest.UsageError(
+                    f"{item.nodeid} is marked whole_machine but its file does not "
+                    "say so: mark it in the file (make test finds them by name)."
+                )
 
 
 @pytest.fixture(autouse=True)

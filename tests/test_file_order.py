@@ -68,3 +68,22 @@ def _test_files(root):
         for name in files:
             if name.startswith("test_") and name.endswith(".py"):
                 yield os.path.relpath(os.path.join(directory, name), root)
+
+
+def test_a_whole_machine_test_must_be_marked_in_its_file(tmp_path):
+    """`make test` finds the serial run's files by grepping for the mark."""
+    from tests.conftest import _check_whole_machine_files
+
+    def item(text, marked=True):
+        path = tmp_path / f"test_{len(text)}.py"
+        path.write_text(text)
+        return types.SimpleNamespace(
+            nodeid=f"{path.name}::test_x",
+            path=path,
+            get_closest_marker=lambda name: marked and name == "whole_machine",
+        )
+
+    _check_whole_machine_files([item("pytestmark = pytest.mark.whole_machine\n")])
+    _check_whole_machine_files([item("def test_x(): pass\n", marked=False)])
+    with pytest.raises(pytest.UsageError, match="marked whole_machine but its file"):
+        _check_whole_machine_files([item("pytestmark = MARKS\n")])
