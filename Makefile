@@ -9,8 +9,9 @@ BACKENDS := tensorflow jax torch
 .PHONY: setup demo test lint bench
 
 # The test files with whole_machine tests: the serial run collects only these
-# (collecting all of tests/ again took 12-14 s per backend, these 7; the
-# suite's conftest refuses a whole_machine test in a file that does not name it).
+# (its start-up took 12-14 s per backend collecting all of tests/ again, 7 s
+# with these; tests/conftest.py refuses a whole_machine test whose file does
+# not name the mark).
 WHOLE_MACHINE_FILES = $(shell grep -rl --include='test_*.py' whole_machine tests)
 
 setup: $(VENV)/.installed

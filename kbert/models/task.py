@@ -65,8 +65,9 @@ class Task(
     With a `preprocessor` attached, `fit`, `evaluate` and `predict` take raw
     samples (strings, string pairs, ...), in memory or as a batched
     `tf.data.Dataset`, and run them in length buckets: each batch is padded
-    to the next of a few fixed lengths (`kbert.models.length_batching`), not
-    to the preprocessor's `sequence_length`. `predict` sorts texts by length
+    to the next of a few fixed lengths (`kbert.models.length_batching`; on
+    torch, `predict` pads to the batch's longest text), not to the
+    preprocessor's `sequence_length`. `predict` sorts texts by length
     and returns outputs in input order; outputs with a sequence axis come
     back padded to `sequence_length`, zero at every padding position. `fit`
     groups batches by length and shuffles within and across length groups.

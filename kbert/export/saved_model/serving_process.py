@@ -6,8 +6,8 @@ no Python: `import tensorflow` without Keras, tensorflow-text's op libraries
 (`tf.load_op_library`, not `import tensorflow_text`, whose Keras layers need
 Keras), `tf.saved_model.load`, call the signature. So a SavedModel that
 needed Keras to load fails here. `import tensorflow` loads Keras (and
-scikit-learn through it) only if it can; blocked, the process starts in
-2.4-2.5 s instead of 4.0-4.1 s (AMD Zen 4, idle). The job file is JSON:
+scikit-learn through it) only if it can; blocked, the imports take 2.4-2.5 s
+instead of 4.0-4.1 s (AMD Zen 4, idle). The job file is JSON:
 
     {"directory": "...", "runs": [{"signature": "serving_default",
      "inputs": "in.npz", "outputs": "out.npz", "repeats": 0}]}
