@@ -25,7 +25,11 @@ Each model class declares which (`agreement`, `kbert.models.preset_io`):
 import numpy as np
 
 from kbert.export.checks import ExportVerificationError, max_abs_diff, merge_diffs
-from kbert.export.formats import AGREEMENT_TEXTS
+from kbert.export.formats import (
+    AGREEMENT_TEXTS,
+    DEFAULT_MIN_AGREEMENT,
+    DEFAULT_MIN_COSINE,
+)
 from kbert.export.spec import keras_outputs
 from kbert.export.verification_data import (
     checked_features,
@@ -177,11 +181,30 @@ def measure_agreement(model, spec, run, features, batch_size=BATCH_SIZE, cut=Tru
     return value, kind, diffs
 
 
-def check_agreement(value, min_agreement, texts, context):
+def min_agreement_for(spec, min_agreement=None):
+    """The bound an export checks agreement against: `min_agreement` when
+    given, else kbert's default for what the model's agreement measures
+    (`DEFAULT_MIN_AGREEMENT` of predictions; `DEFAULT_MIN_COSINE`, a mean
+    cosine, for embeddings).
+
+    Example:
+    >>> min_agreement_for(spec), min_agreement_for(spec, 0.95)  # a classifier
+    (0.99, 0.95)
+    >>> from kbert.export.spec import export_spec
+    >>> min_agreement_for(export_spec(kbert.BertTextEmbedder(backbone)))
+    0.999
+    """
+    if min_agreement is not None:
+        return min_agreement
+    return DEFAULT_MIN_COSINE if spec.agreement == "cosine" else DEFAULT_MIN_AGREEMENT
+
+
+def check_agreement(value, min_agreement, texts, context, kind="argmax"):
     """Raises `ExportVerificationError` when `value < min_agreement`.
 
-    The message names the measured agreement, the texts and how to change
-    the threshold (the exporters' `min_agreement=`, `--min-agreement` of
+    The message names the measured agreement (of predictions, or the mean
+    cosine of embeddings: `kind="cosine"`), the texts and how to change the
+    threshold (the exporters' `min_agreement=`, `--min-agreement` of
     `kbert export`).
 
     Example:
@@ -190,24 +213,35 @@ def check_agreement(value, min_agreement, texts, context):
     Traceback (most recent call last):
     ...
     kbert.export.checks.ExportVerificationError: ONNX int8: ... agree ... on 0.9000 of ...
+    >>> check_agreement(0.9982, 0.999, "500 real texts", "int8", kind="cosine")
+    Traceback (most recent call last):
+    ...
+    kbert.export.checks.ExportVerificationError: int8: ... cosine of 0.9982 ...=0.998 ...
     """
     if value is None or min_agreement is None:
         return
     if not value >= min_agreement:
-        accept = max(0.0, np.floor(value * 100) / 100)
+        digits = 3 if kind == "cosine" else 2
+        accept = max(0.0, np.floor(value * 10**digits) / 10**digits)
+        measured = (
+            f"its embeddings keep a mean cosine of {value:.4f} with the Keras "
+            f"model's on {texts}"
+            if kind == "cosine"
+            else f"its predictions agree with the Keras model's on {value:.4f} of {texts}"
+        )
         raise ExportVerificationError(
-            f"{context}: its predictions agree with the Keras model's on "
-            f"{value:.4f} of {texts}, below the minimum agreement {min_agreement:g}. "
+            f"{context}: {measured}, below the minimum agreement {min_agreement:g}. "
             f"The artifact is not written. To accept what was measured, pass "
-            f"min_agreement={accept:.2f} (kbert export: --min-agreement {accept:.2f}); "
-            "or choose another quantization."
+            f"min_agreement={accept:.{digits}f} (kbert export: --min-agreement "
+            f"{accept:.{digits}f}); or choose another quantization."
         )
 
 
 def verify_agreement(model, spec, run, min_agreement, context, runtime=None, count=None):
     """Measures and checks the agreement of an artifact run by `run` (as in
-    `measure_agreement`) on held-out reviews; returns the export record's
-    `agreement` entry.
+    `measure_agreement`) on held-out reviews against `min_agreement` (None:
+    `min_agreement_for` the model); returns the export record's `agreement`
+    entry.
 
     Example:
     >>> from kbert.export.onnx.runner import OnnxRunner
@@ -218,9 +252,10 @@ def verify_agreement(model, spec, run, min_agreement, context, runtime=None, cou
     >>> entry["value"], entry["min_agreement"]
     (1.0, 0.99)
     """
+    min_agreement = min_agreement_for(spec, min_agreement)
     features, texts = agreement_features(model, spec, count)
     value, kind, diffs = measure_agreement(model, spec, run, features)
-    check_agreement(value, min_agreement, texts, context)
+    check_agreement(value, min_agreement, texts, context, kind)
     entry = {"value": value, "kind": kind, "texts": texts, "min_agreement": min_agreement}
     if runtime:
         entry["runtime"] = runtime

@@ -19,6 +19,7 @@ from kbert.export.formats import (
     ALL_FLAVOURS,
     ALL_QUANTIZATIONS,
     DEFAULT_MIN_AGREEMENT,
+    DEFAULT_MIN_COSINE,
     DEFAULT_OPSET,
     EXPORTERS,
     NAMES,
@@ -86,7 +87,7 @@ def add_export_command(subparsers):
         help=f"{_formats_of('min_agreement')}: a quantized artifact (OpenVINO: at "
         "its default precision for this CPU) must predict as the Keras model does "
         "on this share of 500 held-out reviews, or it is not written (default: "
-        f"{DEFAULT_MIN_AGREEMENT})",
+        f"{DEFAULT_MIN_AGREEMENT}; for an embedder, a mean cosine of {DEFAULT_MIN_COSINE})",
     )
     parser.add_argument(
         "--sequence-length",
@@ -371,7 +372,8 @@ def add_verify_command(subparsers):
         help="every artifact row: agreement with Keras's predictions (mean cosine for "
         "embeddings) at least this (default: the row's own bound, the min_agreement "
         "of a quantized export or of OpenVINO at a precision below float32, "
-        f"{DEFAULT_MIN_AGREEMENT} unless the export chose another; none for float32)",
+        f"{DEFAULT_MIN_AGREEMENT} (embedders {DEFAULT_MIN_COSINE}) unless the export "
+        "chose another; none for float32)",
     )
     parser.add_argument(
         "--json",

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 
 from kbert.export import agreement, checks
-from kbert.export.formats import DEFAULT_MIN_AGREEMENT, DEFAULT_OPSET, ONNX_FLAVOURS
+from kbert.export.formats import DEFAULT_OPSET, ONNX_FLAVOURS
 from kbert.export.onnx import strings
 from kbert.export.onnx.axes import BATCH, POSITIONS, SEQUENCE, name_axes
 from kbert.export.onnx.quantization import (
@@ -62,7 +62,7 @@ def onnx(
     flavour="token_ids",
     source=None,
     quantization=None,
-    min_agreement=DEFAULT_MIN_AGREEMENT,
+    min_agreement=None,
     overwrite=False,
 ):
     """Exports `model` (token ids or strings in) to a verified ONNX file at `path`.
@@ -100,8 +100,9 @@ def onnx(
             `kbert.export.onnx.quantization.QuantizationRecipe` (e.g.
             `QuantizationRecipe("blockwise")`: 8-bit blocks, slower, closer).
         min_agreement: the least share of predictions a quantized file must
-            share with the Keras model (`kbert.export.agreement`); lower it
-            to keep a quantization whose agreement you have measured.
+            share with the Keras model (`kbert.export.agreement`; None: 0.99,
+            or a mean cosine of 0.999 for embeddings); lower it to keep a
+            quantization whose agreement you have measured.
         overwrite: write over a `path` holding files kbert did not write
             (otherwise refused before any work; kbert's own earlier artifact
             is always replaced).

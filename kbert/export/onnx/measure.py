@@ -5,8 +5,8 @@ bound its exporter verified it with (`token_id_bound`). A `"string"` file
 the texts themselves, with a note on how its tokenizer reads accented and
 mobile-style text."""
 
+from kbert.export.agreement import min_agreement_for
 from kbert.export.checks import FLOAT_TOLERANCE, describe, tokenizer_divergence
-from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.measurements import first_row, median_seconds
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.onnx.strings import LONG, OnnxTokenizer, string_feeds
@@ -18,7 +18,7 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     (see `kbert.export.formats.Exporter.measure`)."""
     if record.get("flavour") == "string":
         return run_strings(artifact, record, model, spec, texts, features, repeats, runtime)
-    return run_token_ids(artifact, record, features, repeats, runtime, "onnx")
+    return run_token_ids(artifact, record, spec, features, repeats, runtime, "onnx")
 
 
 def run_strings(path, record, model, spec, texts, features, repeats, runtime):
@@ -43,37 +43,38 @@ def run_strings(path, record, model, spec, texts, features, repeats, runtime):
         "features": features,
         "seconds": seconds,
         "runtime": "onnxruntime + onnxruntime-extensions (CPU)",
-        "bound": token_id_bound(record, "f32"),
+        "bound": token_id_bound(record, "f32", spec),
         "format": "onnx string" + (f" {quantization}" if quantization else ""),
         "tokenizer": describe(divergence),
     }
 
 
-def token_id_bound(record, precision):
+def token_id_bound(record, precision, spec):
     """The bound an ONNX file or OpenVINO IR was verified with by its exporter,
     for a run at `precision`: float32 within the record's tolerance (1e-4);
     a quantized file, or a run at a lower precision (OpenVINO's bf16), by
-    prediction agreement >= the export's `min_agreement`.
+    prediction agreement >= the export's `min_agreement` (or, where the
+    export recorded none, kbert's default for the model: `min_agreement_for`).
 
     Example:
-    >>> token_id_bound({"verification": {"tolerance": 1e-4}}, "f32")
+    >>> token_id_bound({"verification": {"tolerance": 1e-4}}, "f32", spec)
     {'tolerance': 0.0001, 'relative': False, 'min_agreement': None}
-    >>> token_id_bound({"quantized": {"agreement": {"min_agreement": 0.98}}}, "f32")
+    >>> token_id_bound({"quantized": {"agreement": {"min_agreement": 0.98}}}, "f32", spec)
     {'tolerance': None, 'relative': False, 'min_agreement': 0.98}
-    >>> token_id_bound({"verification": {"tolerance": 1e-4}}, "bf16")["min_agreement"]
+    >>> token_id_bound({"verification": {"tolerance": 1e-4}}, "bf16", spec)["min_agreement"]
     0.99
     """
     agreement = (record.get("quantized") or record.get("verification") or {}).get(
         "agreement"
     ) or {}
     if record.get("quantized") or precision != "f32":
-        minimum = agreement.get("min_agreement", DEFAULT_MIN_AGREEMENT)
+        minimum = min_agreement_for(spec, agreement.get("min_agreement"))
         return {"tolerance": None, "relative": False, "min_agreement": minimum}
     tolerance = (record.get("verification") or {}).get("tolerance", FLOAT_TOLERANCE)
     return {"tolerance": tolerance, "relative": False, "min_agreement": None}
 
 
-def run_token_ids(path, record, features, repeats, runtime, kind):
+def run_token_ids(path, record, spec, features, repeats, runtime, kind):
     """An ONNX file or OpenVINO IR run on token ids: on onnxruntime
     (`"onnxruntime"`) or OpenVINO at its default precision (`"openvino"`) or
     at float32 (`"openvino_f32"`); with its bound (`token_id_bound`) and its
@@ -93,6 +94,6 @@ def run_token_ids(path, record, features, repeats, runtime, kind):
         "features": features,
         "seconds": seconds,
         "runtime": name,
-        "bound": token_id_bound(record, precision),
+        "bound": token_id_bound(record, precision, spec),
         "format": kind + (f" {quantization}" if quantization else ""),
     }

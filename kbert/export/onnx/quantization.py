@@ -34,7 +34,6 @@ import numpy as np
 
 from kbert.export import agreement
 from kbert.export.checks import ExportVerificationError
-from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.formats import ONNX_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.onnx.outliers import head_matmuls, split_outlier_channels
 from kbert.export.onnx.runner import OnnxRunner
@@ -397,9 +396,10 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
 
     A recipe with several outlier ratios (`dynamic_int8`) tries them in
     turn: a file that agrees with the float32 one on `SEARCH_TEXTS`
-    training texts at `min_agreement` (0.99 when None) is checked on the
-    held-out texts and the first to pass is kept; the last ratio is always
-    checked. The entry's `outlier_search` lists what each try measured.
+    training texts at `min_agreement` (None: `agreement.min_agreement_for`
+    the model) is checked on the held-out texts and the first to pass is
+    kept; the last ratio is always checked. The entry's `outlier_search`
+    lists what each try measured.
 
     Example:
     >>> import shutil
@@ -422,7 +422,7 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
     if search:
         float_runner = OnnxRunner(path)
         float_outputs = [float_runner(feed) for feed in search_feeds]
-    bound = DEFAULT_MIN_AGREEMENT if min_agreement is None else min_agreement
+    bound = agreement.min_agreement_for(spec, min_agreement)
     quantized = f"{path}.quantized"
     tried = []
     try:

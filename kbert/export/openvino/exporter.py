@@ -20,7 +20,6 @@ import numpy as np
 
 from kbert.export import agreement, checks
 from kbert.export.formats import (
-    DEFAULT_MIN_AGREEMENT,
     OPENVINO_FLAVOURS,
     OPENVINO_QUANTIZATIONS,
     OPENVINO_XML,
@@ -54,7 +53,7 @@ def openvino(
     flavour="token_ids",
     source=None,
     quantization=None,
-    min_agreement=DEFAULT_MIN_AGREEMENT,
+    min_agreement=None,
     overwrite=False,
 ):
     """Exports `model` to a verified OpenVINO IR directory: token ids in, or
@@ -84,7 +83,8 @@ def openvino(
             with `"string"`, the token-id model is quantized, then the
             tokenizer put in front).
         min_agreement: the least share of predictions the model must share
-            with Keras at OpenVINO's default precision (and when quantized).
+            with Keras at OpenVINO's default precision (and when quantized;
+            None: 0.99, or a mean cosine of 0.999 for embeddings).
         overwrite: write over a `path` holding files kbert did not write
             (otherwise refused before any work; kbert's own earlier artifact
             is always replaced).
@@ -171,7 +171,7 @@ def openvino(
     return export_record
 
 
-def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
+def verify_openvino(model, spec, xml, min_agreement=None):
     """Runs the IR on OpenVINO against the Keras model; returns the summary.
 
     Example:
@@ -210,7 +210,7 @@ def verify_openvino(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
     return summary
 
 
-def verify_string_ir(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT, quantized=None):
+def verify_string_ir(model, spec, xml, min_agreement=None, quantized=None):
     """Runs a `"string"` IR on texts against the Keras model; returns the
     verification summary (with `quantized["agreement"]` set when quantized).
 
@@ -280,7 +280,7 @@ def verify_string_ir(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT, quan
     return summary
 
 
-def verify_quantized(model, spec, xml, min_agreement=DEFAULT_MIN_AGREEMENT):
+def verify_quantized(model, spec, xml, min_agreement=None):
     """The agreement entry of an int8 IR at OpenVINO's default precision;
     raises `ExportVerificationError` below `min_agreement`."""
     runner = OpenVinoRunner(xml)

@@ -21,7 +21,7 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
     xml = os.path.join(artifact, OPENVINO_XML)
     if record.get("flavour") == "string":
         return run_texts(xml, record, spec, texts, features, repeats, runtime)
-    return run_token_ids(xml, record, features, repeats, runtime, "openvino")
+    return run_token_ids(xml, record, spec, features, repeats, runtime, "openvino")
 
 
 def run_texts(xml, record, spec, texts, features, repeats, runtime):
@@ -48,7 +48,7 @@ def run_texts(xml, record, spec, texts, features, repeats, runtime):
         "features": features,
         "seconds": seconds,
         "runtime": runner.describe() + (" forced" if forced else " default"),
-        "bound": token_id_bound(record, runner.precision),
+        "bound": token_id_bound(record, runner.precision, spec),
         "format": "openvino string" + (f" {quantization}" if quantization else ""),
     }
     tokenization = (record.get("verification") or {}).get("tokenization")

@@ -78,7 +78,8 @@ def tflite_agreement(model, spec, path, options, min_agreement, count=None):
     context = f"TFLite ({flavour}, quantization={quantization!r}) on ai_edge_litert"
     if quantization == "int8":
         context += f" ({INT8_REASON})"
-    agreement.check_agreement(value, min_agreement, described, context)
+    min_agreement = agreement.min_agreement_for(spec, min_agreement)
+    agreement.check_agreement(value, min_agreement, described, context, kind)
     return {
         "value": value,
         "kind": kind,

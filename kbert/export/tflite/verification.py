@@ -9,7 +9,6 @@ from kbert.export.checks import (
     tokenizer_divergence,
     warn_on_divergence,
 )
-from kbert.export.formats import DEFAULT_MIN_AGREEMENT
 from kbert.export.spec import keras_outputs
 from kbert.export.tflite.agreement import tflite_agreement
 from kbert.export.tflite.flatbuffer import associated_files
@@ -115,7 +114,7 @@ def verify_tflite(model, spec, path, options):
 def _with_agreement(summary, model, spec, path, options):
     """A quantized file must also predict as Keras does on real text."""
     if options["quantization"] and model.preprocessor is not None:
-        minimum = options.get("min_agreement", DEFAULT_MIN_AGREEMENT)
+        minimum = options.get("min_agreement")  # None: the model's default
         summary["agreement"] = tflite_agreement(model, spec, path, options, minimum)
     return summary
 
