@@ -38,8 +38,8 @@ DEFAULT_OPSET = 18
 # the held-out reviews...
 DEFAULT_MIN_AGREEMENT = 0.99
 # ... and an embedder's embeddings keep this mean cosine with Keras's (0.99
-# let through an int8 all-MiniLM-L6-v2 OpenVINO IR at 0.9977: its worst
-# review at 0.983, where the Keras model's own bf16 stays above 0.9999).
+# let through an int8 all-MiniLM-L6-v2 OpenVINO IR at 0.9977, its worst
+# review at 0.983; the bf16 IR keeps 0.99999, export/README.md "Embedders").
 DEFAULT_MIN_COSINE = 0.999
 # ... on this many held-out reviews (0.99 then allows 5 different
 # predictions); `kbert verify` measures as many by default, so that it judges
