@@ -26,6 +26,7 @@ before it is kept.
 import keras
 import numpy as np
 
+from kbert.export.agreement import min_agreement_for
 from kbert.export.formats import FLAVOURS
 from kbert.export.formats import TFLITE_QUANTIZATIONS as QUANTIZATIONS
 from kbert.export.on_tensorflow import export_on_tensorflow
@@ -153,7 +154,7 @@ def tflite(
     options["text_pairs"] = text_pairs
     options["representative_texts"] = representative_texts
     options["tolerance"] = tolerance
-    options["min_agreement"] = min_agreement
+    options["min_agreement"] = min_agreement_for(spec, min_agreement)  # as recorded
     if keras.backend.backend() != "tensorflow":
         return export_on_tensorflow(
             model,
