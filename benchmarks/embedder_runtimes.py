@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table  # noqa: E402
-from end_to_end import PRESET, cpu_description, real_texts  # noqa: E402
+from end_to_end import PRESET, _cosines, cpu_description, real_texts  # noqa: E402
 
 BATCH = 32
 
@@ -55,8 +55,9 @@ def export_irs(workdir):
 def ir_embed(runner, texts, by_length):
     import numpy as np
 
-    order = np.argsort([len(t) for t in texts], kind="stable")
-    if not by_length:
+    if by_length:
+        order = np.argsort([len(t) for t in texts], kind="stable")
+    else:
         order = np.arange(len(texts))
     out = None
     for start in range(0, len(texts), BATCH):
@@ -114,13 +115,10 @@ def main():
             systems[f"kbert OpenVINO string IR {label}, {order}"] = (
                 lambda r=runner, s=by_length: ir_embed(r, reviews, s)
             )
-    reference = np.asarray(systems["sentence-transformers float32"](), "float64")
+    reference = systems["sentence-transformers float32"]()
     cosines = {}
     for name, run in systems.items():
-        got = np.asarray(run(), "float64")  # also the warm-up pass
-        cosine = np.sum(got * reference, -1) / (
-            np.linalg.norm(got, axis=-1) * np.linalg.norm(reference, axis=-1)
-        )
+        cosine = _cosines(run(), reference)  # also the warm-up pass
         cosines[name] = (cosine.mean(), cosine.min())
     seconds = {name: [] for name in systems}
     for round_ in range(args.rounds):

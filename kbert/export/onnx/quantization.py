@@ -445,7 +445,7 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
                     model,
                     spec,
                     lambda batch, _, run=runner: (run(batch), batch),
-                    min_agreement,
+                    bound,
                     f"ONNX quantization={quantization!r} on onnxruntime",
                     runtime=f"onnxruntime {onnxruntime.__version__} (CPU)",
                 )

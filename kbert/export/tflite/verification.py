@@ -114,7 +114,7 @@ def verify_tflite(model, spec, path, options):
 def _with_agreement(summary, model, spec, path, options):
     """A quantized file must also predict as Keras does on real text."""
     if options["quantization"] and model.preprocessor is not None:
-        minimum = options.get("min_agreement")  # None: `min_agreement_for` the model
+        minimum = options.get("min_agreement")
         summary["agreement"] = tflite_agreement(model, spec, path, options, minimum)
     return summary
 
