@@ -12,7 +12,9 @@ rounds after a warm-up, each system embeds the same Rotten Tomatoes reviews
 - the string IR at OpenVINO's default precision (bf16 on CPUs with
   AVX512_BF16 or AMX), at f32 forced, and the int8 IR, each fed the texts in
   their own order and sorted by character length (what a caller can do
-  before batching).
+  before batching), one request at a time; the default-precision and int8
+  IRs also in OpenVINO's throughput mode (`OpenVinoRunner(throughput=True)`:
+  a request per stream in flight), sorted by length.
 
 Prints the CPU, texts/s, the ratio to each sentence-transformers row, and
 each system's mean and worst cosine with sentence-transformers float32.
@@ -59,12 +61,11 @@ def ir_embed(runner, texts, by_length):
         order = np.argsort([len(t) for t in texts], kind="stable")
     else:
         order = np.arange(len(texts))
-    out = None
-    for start in range(0, len(texts), BATCH):
-        rows = order[start : start + BATCH]
-        got = runner({"text": np.array([texts[i] for i in rows], object)})["embeddings"]
-        if out is None:
-            out = np.zeros((len(texts), got.shape[-1]), "float32")
+    groups = [order[start : start + BATCH] for start in range(0, len(texts), BATCH)]
+    batches = [{"text": np.array([texts[i] for i in rows], object)} for rows in groups]
+    outputs = [got["embeddings"] for got in runner.map(batches)]
+    out = np.zeros((len(texts), outputs[0].shape[-1]), "float32")
+    for rows, got in zip(groups, outputs):
         out[rows] = got
     return out
 
@@ -99,6 +100,12 @@ def main():
         "default": OpenVinoRunner(xml["float"], num_threads=args.threads),
         "f32": OpenVinoRunner(xml["float"], precision="f32", num_threads=args.threads),
         "int8": OpenVinoRunner(xml["int8"], num_threads=args.threads),
+        "default throughput": OpenVinoRunner(
+            xml["float"], num_threads=args.threads, throughput=True
+        ),
+        "int8 throughput": OpenVinoRunner(
+            xml["int8"], num_threads=args.threads, throughput=True
+        ),
     }
     systems = {
         "sentence-transformers float32": lambda: st["float32"].encode(
@@ -109,8 +116,11 @@ def main():
         ),
     }
     for name, runner in runners.items():
-        label = "NNCF int8" if name == "int8" else runner.precision
-        for by_length in (False, True):
+        label = "NNCF int8" if name.startswith("int8") else runner.precision
+        if runner.throughput:
+            streams = runner.compiled.get_property("NUM_STREAMS")
+            label += f" throughput mode ({streams} streams)"
+        for by_length in (True,) if runner.throughput else (False, True):
             order = "sorted by length" if by_length else "texts' order"
             systems[f"kbert OpenVINO string IR {label}, {order}"] = (
                 lambda r=runner, s=by_length: ir_embed(r, reviews, s)

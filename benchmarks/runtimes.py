@@ -302,16 +302,20 @@ def _padded(encodings):
     return batch
 
 
-def _sorted_batches(tokenizer, run, texts):
-    """Tokenize, sort by length, run batches of 32, return logits in order."""
+def _sorted_batches(tokenizer, run, texts, run_all=None):
+    """Tokenize, sort by length, run batches of 32, return logits in order.
+    `run_all` (a list of batches -> a list of logits), where given, takes
+    every batch at once (OpenVINO's throughput mode)."""
     import numpy as np
 
     encodings = tokenizer.encode_batch(texts)
     order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+    groups = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
+    batches = [_padded([encodings[i] for i in rows]) for rows in groups]
+    outputs = run_all(batches) if run_all else [run(batch) for batch in batches]
     logits = np.zeros((len(texts), 2), "float32")
-    for start in range(0, len(order), BATCH):
-        rows = order[start : start + BATCH]
-        logits[rows] = run(_padded([encodings[i] for i in rows]))
+    for rows, out in zip(groups, outputs):
+        logits[rows] = out
     return logits
 
 
@@ -321,12 +325,11 @@ def _one_at_a_time(tokenizer, run, texts):
     return np.concatenate([run(_padded([e])) for e in tokenizer.encode_batch(texts)])
 
 
-def _text_batches(run, texts):
+def _text_batches(run, texts, run_all=None):
     import numpy as np
 
-    return np.concatenate(
-        [run(np.array(texts[s : s + BATCH], object)) for s in range(0, len(texts), BATCH)]
-    )
+    batches = [np.array(texts[s : s + BATCH], object) for s in range(0, len(texts), BATCH)]
+    return np.concatenate(run_all(batches) if run_all else [run(b) for b in batches])
 
 
 # --- Keras predict, one worker process per backend ------------------------------
@@ -503,18 +506,30 @@ def systems(workdir, model, preset=None, threads=THREADS):
 
     def openvino_rows(key, label, precisions, wrap):
         """Rows of the IR `key`: at the plugin's default precision for this
-        CPU (None) and at each precision in `precisions` forced."""
+        CPU (None), one request at a time and in throughput mode (a request
+        per stream in flight), and at each precision in `precisions` forced."""
         if not _exists(paths[key]):
             failed[label] = f"not exported: {paths[key]}"
             return
-        for forced in precisions:
-            runner = OpenVinoRunner(xml(key), forced, threads)
+        for forced, throughput in [(None, True), *((p, False) for p in precisions)]:
+            runner = OpenVinoRunner(xml(key), forced, threads, throughput=throughput)
             suffix = f"{forced} forced" if forced else f"{runner.precision}, its default"
+            if throughput:
+                streams = runner.compiled.get_property("NUM_STREAMS")
+                suffix += f", throughput mode: {streams} streams"
             precision = "int8" if "int8" in key else runner.precision.replace("f32", "fp32")
             found[f"{label} ({suffix})"] = (wrap(runner), precision)
 
+    def all_logits(runner):
+        return lambda batches: [out["logits"] for out in runner.map(batches)]
+
     def sorted_ids(runner):
-        return lambda texts: _sorted_batches(tokenizer, logits_of(runner), texts)
+        return lambda texts: _sorted_batches(tokenizer, None, texts, all_logits(runner))
+
+    def text_ir(runner):
+        return lambda texts: _text_batches(
+            None, texts, lambda bs: all_logits(runner)([{"text": b} for b in bs])
+        )
 
     openvino_rows("openvino token_ids float32", "OpenVINO IR", (None, "f32"), sorted_ids)
     openvino_rows(
@@ -543,11 +558,9 @@ def systems(workdir, model, preset=None, threads=THREADS):
                 OnnxRunner(paths[f"onnx string {q}"], num_threads=threads)
             ),
         )
+    openvino_rows("openvino string float32", "OpenVINO IR strings", (None, "f32"), text_ir)
     openvino_rows(
-        "openvino string float32", "OpenVINO IR strings", (None, "f32"), text_runner
-    )
-    openvino_rows(
-        "openvino string int8", "OpenVINO IR strings int8 (NNCF)", (None,), text_runner
+        "openvino string int8", "OpenVINO IR strings int8 (NNCF)", (None,), text_ir
     )
     for quantization in ("float32", "dynamic_int8"):
         precision = "fp32" if quantization == "float32" else "int8"

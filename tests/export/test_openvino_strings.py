@@ -258,6 +258,32 @@ def test_kbert_verify_measures_the_string_ir(review_ir):
         runner({"text": "A fine film."})
 
 
+@REAL_WEIGHTS_ONCE
+def test_throughput_mode_maps_batches_to_the_outputs_of_one_call_each(review_ir):
+    """`OpenVinoRunner(throughput=True).map`: requests in flight on every
+    stream at once, outputs in the batches' order, equal to calling the IR on
+    each batch alone (float32 forced: the same kernels, so to rounding)."""
+    from kbert.export.openvino.runner import OpenVinoRunner
+
+    _, path, _ = review_ir
+    texts = _texts()
+    batches = [{"text": texts[start : start + 5]} for start in range(0, len(texts), 5)]
+    one_at_a_time = OpenVinoRunner(os.path.join(path, XML), precision="f32")
+    expected = [one_at_a_time(batch) for batch in batches]
+    streams = OpenVinoRunner(os.path.join(path, XML), precision="f32", throughput=True)
+    assert streams.describe().endswith(" streams)")
+    got = streams.map(batches)
+    assert [sorted(out) for out in got] == [sorted(out) for out in expected]
+    for out, reference in zip(got, expected):
+        assert out["logits"].shape == reference["logits"].shape
+        np.testing.assert_allclose(out["logits"], reference["logits"], atol=1e-5, rtol=0)
+    # Batches of other lengths side by side keep their own rows.
+    assert len({out["logits"].shape[0] for out in got}) == 2  # 5 and the last 3
+    assert (
+        one_at_a_time.map(batches)[0]["logits"].tolist() == expected[0]["logits"].tolist()
+    )
+
+
 # Tiny models: what the flavour does besides classifiers, and refuses -------
 
 
