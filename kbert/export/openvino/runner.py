@@ -42,14 +42,14 @@ class OpenVinoRunner:
     at once as the plugin has streams (`openvino.AsyncInferQueue`). On an
     Intel Xeon with AMX (2 cores: 2 streams of one core) that ran the demo
     classifier's and all-MiniLM-L6-v2's IRs 1.11-1.30x as fast as one
-    request at a time (export/README.md).
+    request at a time (export/README.md; tested in
+    tests/export/test_openvino_strings.py).
 
     Example:
     >>> runner = OpenVinoRunner(onnx_file, precision="f32")
     >>> runner.precision, runner(token_inputs)["logits"].shape
     ('f32', (3, 2))
-    >>> batched = OpenVinoRunner(onnx_file, precision="f32", throughput=True)
-    >>> [out["logits"].shape for out in batched.map([token_inputs, token_inputs])]
+    >>> [out["logits"].shape for out in runner.map([token_inputs, token_inputs])]
     [(3, 2), (3, 2)]
     """
 
