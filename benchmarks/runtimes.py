@@ -481,10 +481,6 @@ def systems(workdir, model, preset=None, threads=THREADS):
         runner = OnnxRunner(path, num_threads=threads)
         return lambda texts: _sorted_batches(tokenizer, logits_of(runner), texts)
 
-    def openvino_ids(path, precision=None):
-        runner = OpenVinoRunner(path, precision, threads)
-        return lambda texts: _sorted_batches(tokenizer, logits_of(runner), texts)
-
     def text_runner(runner):
         return lambda texts: _text_batches(lambda b: runner({"text": b})["logits"], texts)
 
@@ -538,7 +534,7 @@ def systems(workdir, model, preset=None, threads=THREADS):
     add(
         "OpenVINO, dynamic_int8 ONNX file (its default)",
         "int8",
-        lambda: openvino_ids(paths["onnx dynamic_int8"]),
+        lambda: sorted_ids(OpenVinoRunner(paths["onnx dynamic_int8"], None, threads)),
     )
     for quantization in ("float32", "float16", "dynamic_int8", "int8"):
         precision = {"float32": "fp32", "float16": "fp16"}.get(quantization, "int8")
