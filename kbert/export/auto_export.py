@@ -8,8 +8,10 @@ VNNI, float32 ONNX elsewhere.
 a quantized one that loses agreement is refused and left out), measures
 every artifact on every runtime it runs on exactly as `kbert verify` does
 (`artifact_row`, `gate`: max |diff| and agreement within the exporter's own
-bounds, batch-1 latency), and writes the fastest row's artifact to the
-target directory with `ranking.json`: this CPU, every row and the refusals.
+bounds, batch-1 latency and texts/s in batches), and writes the fastest
+row's artifact (`rank`: by latency, for a service answering one request at
+a time, or by throughput, for batch jobs) to the target directory with
+`ranking.json`: this CPU, every row and the refusals.
 
 The target directory then holds `model.onnx` (run it on the runtime
 `ranking.json` names) or an OpenVINO IR (`openvino_model.xml`), and `kbert
@@ -61,6 +63,7 @@ def auto(
     min_agreement=None,
     num_examples=None,
     repeats=None,
+    rank="latency",
 ):
     """Exports `model` as the candidate that runs fastest on this CPU within
     its bounds; writes it and `ranking.json` to the directory `path`.
@@ -77,10 +80,15 @@ def auto(
         num_examples: held-out reviews each row is measured on (default
             the 500 the exporters check agreement on).
         repeats: timed batch-1 calls per row (default 20).
+        rank: `"latency"` (the lowest batch-1 latency) or `"throughput"`
+            (the most texts per second in batches of 32; on OpenVINO, one
+            request in flight per stream: run it so, `OpenVinoRunner(...,
+            throughput=True).map`).
 
     Returns:
-        The ranking (also in `ranking.json`): `cpu`, `chosen` (`artifact`,
-        `format`, `file`, `runtime`, `latency_ms`, `speedup_vs_keras`),
+        The ranking (also in `ranking.json`): `cpu`, `rank`, `chosen`
+        (`artifact`, `format`, `file`, `runtime`, `latency_ms`,
+        `texts_per_second`, `speedup_vs_keras` by `rank`),
         `rows` (as `kbert verify --json`) and `refused` (candidates whose
         export failed its verification, with the reason).
 
@@ -97,6 +105,7 @@ def auto(
     (True, True)
     """
     check_target(path, "auto", overwrite)
+    fastest_row([], rank)  # an unknown rank is refused before any work
     num_examples = num_examples or AGREEMENT_TEXTS
     repeats = repeats or REPEATS
     candidates = [
@@ -126,7 +135,7 @@ def auto(
             for runtime in artifact_runtimes(artifact):
                 rows.append(artifact_row(artifact, model, num_examples, repeats, runtime))
         rows = gate(rows)
-        fastest = fastest_row(rows)
+        fastest = fastest_row(rows, rank)
         if fastest is None:
             raise ExportVerificationError(
                 f"kbert export --format auto: no candidate holds its bounds on this CPU "
@@ -137,18 +146,23 @@ def auto(
                 )
             )
         kind = artifacts[fastest["artifact"]]
-        keras_ms = rows[0]["latency ms"]
+        keras = rows[0]
+        speedup = keras["latency ms"] / fastest["latency ms"]
+        if rank == "throughput":
+            speedup = fastest["texts/s"] / keras["texts/s"]
         ranking = {
             "cpu": cpu_name(),
+            "rank": rank,
             "chosen": {
                 "artifact": fastest["artifact"],
                 "format": kind,
                 "file": "model.onnx" if kind == "onnx" else exporter_named(kind).marker,
                 "runtime": fastest["runtime"],
                 "latency_ms": fastest["latency ms"],
-                "speedup_vs_keras": keras_ms / fastest["latency ms"],
+                "texts_per_second": fastest["texts/s"],
+                "speedup_vs_keras": speedup,
             },
-            "rows": json_rows(rows),
+            "rows": json_rows(rows, rank),
             "refused": refused,
         }
         with atomic_directory(path) as tmp:

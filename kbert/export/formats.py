@@ -47,6 +47,10 @@ DEFAULT_MIN_COSINE = 0.999
 # dominates the cost: eager MiniLM-L6 on torch took about 0.1 s per review on
 # this 2-core machine (busy), i.e. a minute per export.
 AGREEMENT_TEXTS = 500
+# What `kbert verify` and `--format auto` rank artifacts by: batch-1 latency
+# (a service answering one request at a time), or texts per second in
+# batches (a batch job).
+RANKS = ("latency", "throughput")
 OPENVINO_XML = "openvino_model.xml"
 # Where an artifact keeps its export record: a JSON file of this name inside
 # a directory, an entry of this key in a file's own metadata.
@@ -79,7 +83,10 @@ class Exporter:
             `kbert verify`: `measure(artifact, record, model, spec, texts,
             features, repeats, runtime)` returns a dict with `outputs`,
             `features` (the inputs the outputs answer), `seconds` (batch-1
-            latency), `runtime`, `format` (the table's words), `bound`
+            latency), `batch_seconds` (all the examples in batches of
+            `kbert.export.measurements.BATCH_SIZE`, each as fast as the
+            runtime runs many: `measurements.pass_seconds`), `runtime`,
+            `format` (the table's words), `bound`
             (`{"tolerance", "relative", "min_agreement"}`: the bound its
             exporter verified it with, for the `kbert verify` gate; None
             where it does not bound that) and, optionally, `tokenizer` (a

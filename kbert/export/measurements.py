@@ -6,8 +6,10 @@ already written, on each runtime it runs on (an ONNX file on onnxruntime and
 OpenVINO). For each artifact and runtime: its size, the runtime it ran on, the
 largest difference from the Keras model's outputs, agreement with Keras,
 classifier accuracy when the user passes labelled data (`labelled`, e.g.
-`kbert verify --data FILE`; never a guessed data set) and the batch-1
-latency. A Keras row gives the float32 baseline. `gate` checks each row
+`kbert verify --data FILE`; never a guessed data set), the batch-1
+latency (a service answering one request) and texts per second through
+batches of 32 (a batch job; OpenVINO then runs a request per stream). A
+Keras row gives the float32 baseline; `fastest_row` ranks by either. `gate` checks each row
 against its bounds (by default the bound its exporter verified it with:
 `kbert verify` exits 1 when a row misses it). Below the table, each
 artifact that tokenizes on its own (TFLite `"string"`, MediaPipe) gets a line
@@ -25,13 +27,14 @@ import numpy as np
 
 from kbert.export import record as records
 from kbert.export.checks import allowed_diff
-from kbert.export.formats import exporter_named, load
+from kbert.export.formats import RANKS, exporter_named, load
 from kbert.export.spec import export_spec, keras_outputs
 from kbert.export.verification_data import (
     checked_features,
     token_features,
     verification_inputs,
 )
+from kbert.models.backbone import INPUT_NAMES
 from kbert.presets.model_source import load_model
 from kbert.utils.tables import markdown_table
 
@@ -44,7 +47,12 @@ COLUMNS = (
     "accuracy",
     "agreement",
     "latency ms",
+    "texts/s",
 )
+# Throughput is measured in batches of this many examples (`batches`), each
+# cut to its longest text where the runtime takes any length.
+BATCH_SIZE = 32
+PASSES = 3  # timed passes over the examples for texts/s (their median)
 
 
 def artifact_size(path):
@@ -154,6 +162,37 @@ def first_row(rows):
     {'token_ids': array([[0, 1]])}
     """
     return {name: np.asarray(value)[:1] for name, value in rows.items()}
+
+
+def batches(rows, size=BATCH_SIZE, cut=False):
+    """A dict of batched inputs (arrays or lists) as batches of `size`; with
+    `cut`, its token inputs cut to its longest row (`padding_mask`), as
+    users pad per batch.
+
+    Example:
+    >>> rows = {"token_ids": np.array([[5, 0, 0], [6, 7, 0], [8, 0, 0]]),
+    ...         "padding_mask": np.array([[1, 0, 0], [1, 1, 0], [1, 0, 0]])}
+    >>> [b["token_ids"].tolist() for b in batches(rows, size=2, cut=True)]
+    [[[5, 0], [6, 7]], [[8]]]
+    """
+    count = len(next(iter(rows.values())))
+    result = []
+    for start in range(0, count, size):
+        batch = {name: value[start : start + size] for name, value in rows.items()}
+        if cut and "padding_mask" in batch:
+            length = max(1, int(np.max(np.sum(np.asarray(batch["padding_mask"]), -1))))
+            batch = {
+                name: np.asarray(value)[..., :length] if name in INPUT_NAMES else value
+                for name, value in batch.items()
+            }
+        result.append(batch)
+    return result
+
+
+def pass_seconds(run_batches):
+    """Median seconds of `run_batches()`, one pass over the examples, after
+    a first untimed pass (`PASSES` timed)."""
+    return median_seconds(run_batches, repeats=PASSES)
 
 
 def artifact_runtimes(path, installed=True):
@@ -276,6 +315,7 @@ def artifact_row(
         "accuracy": accuracy,
         "agreement": agreement,
         "latency ms": measured["seconds"] * 1e3,
+        "texts/s": len(np.asarray(used["token_ids"])) / measured["batch_seconds"],
         "examples": len(np.asarray(used["token_ids"])),
         "max_abs_diff": diffs,
         "bound": _own_bound(measured.get("bound") or {}, want, diffs),
@@ -357,26 +397,33 @@ def cpu_name():
     return platform.processor() or platform.machine()
 
 
-def fastest_row(rows):
-    """The artifact row of `gate` that holds its bounds with the lowest
-    batch-1 latency on this machine, or `None` when no row holds them.
+def fastest_row(rows, rank="latency"):
+    """The artifact row of `gate` that holds its bounds and is fastest on this
+    machine, or `None` when no row holds them: by the lowest batch-1 latency
+    (`rank="latency"`) or the most texts per second in batches
+    (`"throughput"`).
 
     Example:
-    >>> fastest_row([
-    ...     {"format": "keras", "latency ms": 9.0},
-    ...     {"artifact": "a.onnx", "passed": True, "latency ms": 4.0},
-    ...     {"artifact": "a.onnx", "passed": False, "latency ms": 1.0},
-    ...     {"artifact": "b.tflite", "passed": True, "latency ms": 5.0},
-    ... ])["latency ms"]
-    4.0
+    >>> rows = [
+    ...     {"format": "keras", "latency ms": 9.0, "texts/s": 50.0},
+    ...     {"artifact": "a.onnx", "passed": True, "latency ms": 4.0, "texts/s": 80.0},
+    ...     {"artifact": "a.onnx", "passed": False, "latency ms": 1.0, "texts/s": 900.0},
+    ...     {"artifact": "b", "passed": True, "latency ms": 5.0, "texts/s": 120.0},
+    ... ]
+    >>> fastest_row(rows)["latency ms"], fastest_row(rows, "throughput")["artifact"]
+    (4.0, 'b')
     """
+    if rank not in RANKS:
+        raise ValueError(f"rank must be one of {RANKS}; got {rank!r}.")
     passed = [row for row in rows if row.get("passed") and "artifact" in row]
+    if rank == "throughput":
+        return max(passed, key=lambda row: row["texts/s"], default=None)
     return min(passed, key=lambda row: row["latency ms"], default=None)
 
 
-def json_rows(rows):
-    """The rows of `gate` for `kbert verify --json`: plain keys, the bounds and
-    whether each row holds them.
+def json_rows(rows, rank="latency"):
+    """The rows of `gate` for `kbert verify --json`: plain keys, the bounds,
+    whether each row holds them and which is fastest by `rank`.
 
     Example:
     >>> row = json_rows(gate([artifact_row(onnx_file, classifier, 8, 2)]))[0]
@@ -396,9 +443,10 @@ def json_rows(rows):
         "accuracy": "accuracy",
         "examples": "examples",
         "latency ms": "latency_ms",
+        "texts/s": "texts_per_second",
         "tokenizer": "tokenizer",
     }
-    fastest = fastest_row(rows)
+    fastest = fastest_row(rows, rank)
     return [
         {
             **{name: row[key] for key, name in keys.items() if key in row},
@@ -429,6 +477,7 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=Non
     # eager call of the model is several times slower on TensorFlow).
     one = first_row(features)
     seconds = median_seconds(lambda: model.predict_features(one), repeats=repeats)
+    count = len(features["token_ids"])
     size = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
     return {
         "artifact": type(model).__name__,
@@ -439,6 +488,8 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=Non
         "accuracy": accuracy,
         "agreement": 1.0,
         "latency ms": seconds * 1e3,
+        "texts/s": count
+        / pass_seconds(lambda: model.predict_features(features, batch_size=BATCH_SIZE)),
     }
 
 
@@ -460,6 +511,8 @@ def measurement_table(rows):
             return f"{value:.3f}"
         if key in ("size MB", "latency ms"):
             return f"{value:.2f}"
+        if key == "texts/s":
+            return f"{value:.1f}"
         return str(value)
 
     columns = COLUMNS

@@ -61,7 +61,9 @@ def test_the_fastest_row_within_bounds_is_written(model, deployed):
         fastest["runtime"],
     )
     assert chosen["latency_ms"] == fastest["latency_ms"]
-    assert ranking["cpu"] == measurements.cpu_name()
+    assert chosen["texts_per_second"] == fastest["texts_per_second"]
+    assert chosen["speedup_vs_keras"] == rows[0]["latency_ms"] / fastest["latency_ms"]
+    assert (ranking["rank"], ranking["cpu"]) == ("latency", measurements.cpu_name())
 
     # The directory holds the winner and the ranking, nothing else.
     kind = "onnx" if fastest["artifact"].endswith(".onnx") else "openvino"
@@ -107,6 +109,26 @@ def test_a_candidate_its_exporter_refuses_is_left_out(model, tmp_path, monkeypat
     assert all("agreement" in reason for reason in refused.values())
     assert not set(refused) & {row["artifact"] for row in ranking["rows"]}
     assert ranking["chosen"]["artifact"] not in refused
+
+
+@pytest.mark.backend_independent
+def test_rank_throughput_writes_the_row_with_the_most_texts_per_second(
+    model, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(auto_export, "CANDIDATES", auto_export.CANDIDATES[:1])
+    with pytest.raises(ValueError, match="rank must be one of"):
+        auto(model, tmp_path / "never", rank="fastest")
+    assert os.listdir(tmp_path) == []
+    ranking = auto(
+        model, tmp_path / "deploy", num_examples=40, repeats=2, rank="throughput"
+    )
+    keras, *rows = ranking["rows"]
+    fastest = max(rows, key=lambda row: row["texts_per_second"])
+    assert [row for row in rows if row["fastest"]] == [fastest]
+    chosen = ranking["chosen"]
+    assert (ranking["rank"], chosen["runtime"]) == ("throughput", fastest["runtime"])
+    ratio = fastest["texts_per_second"] / keras["texts_per_second"]
+    assert chosen["speedup_vs_keras"] == ratio
 
 
 @pytest.mark.backend_independent

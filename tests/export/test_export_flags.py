@@ -124,6 +124,21 @@ def test_an_option_of_quantized_artifacts_needs_a_quantization(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_rank_applies_to_auto_only(name, tmp_path, no_model_loads):
+    args = _parse(
+        ["export", "m", "--format", name, "-o", str(tmp_path / "a")]
+        + ["--rank", "throughput"]
+    )
+    with pytest.raises(
+        ValueError,
+        match=f"--rank applies to --format auto only .*"
+        f"--format {name} writes one artifact. Nothing was loaded",
+    ):
+        args.handler(args)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_value_the_format_does_not_offer_is_refused():
     row = dataclasses.replace(
         exporter_named("tflite"), flavours=("token_ids",), quantizations=(None, "float16")

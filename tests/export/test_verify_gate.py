@@ -100,3 +100,21 @@ def test_the_fastest_row_within_its_bounds_is_named(exported, capsys):
     # No row holds --max-diff 0: none is named.
     assert main(["verify", artifact, *QUICK, "--max-diff", "0"]) == 1
     assert "Fastest" not in capsys.readouterr().out
+
+
+def test_rank_throughput_names_the_row_with_the_most_texts_per_second(exported, capsys):
+    artifact, _, _ = exported
+    assert main(["verify", artifact, *QUICK, "--json", "--rank", "throughput"]) == 0
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)
+    assert all(row["texts_per_second"] > 0 for row in rows)
+    keras = rows[0]
+    fastest = max(rows[1:], key=lambda row: row["texts_per_second"])
+    assert [row["fastest"] for row in rows] == [row is fastest for row in rows]
+    ratio = fastest["texts_per_second"] / keras["texts_per_second"]
+    assert (
+        f"classifier.onnx on {fastest['runtime']}, {fastest['texts_per_second']:.1f} "
+        f"texts/s in batches of 32 ({ratio:.1f}x Keras'"
+    ) in captured.err
+    with pytest.raises(SystemExit):  # argparse: not one of the ranks
+        main(["verify", artifact, *QUICK, "--rank", "fastest"])

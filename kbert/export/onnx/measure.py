@@ -7,7 +7,7 @@ mobile-style text."""
 
 from kbert.export.agreement import min_agreement_for
 from kbert.export.checks import FLOAT_TOLERANCE, describe, tokenizer_divergence
-from kbert.export.measurements import first_row, median_seconds
+from kbert.export.measurements import batches, first_row, median_seconds, pass_seconds
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.onnx.strings import LONG, OnnxTokenizer, string_feeds
 from kbert.export.openvino.runner import OpenVinoRunner
@@ -35,6 +35,8 @@ def run_strings(path, record, model, spec, texts, features, repeats, runtime):
     got = runner(feeds)
     one = {name: value[:1] for name, value in feeds.items()}
     seconds = median_seconds(lambda: runner(one), repeats=repeats)
+    parts = batches(feeds)
+    batch_seconds = pass_seconds(lambda: runner.map(parts))
     quantization = record.get("quantization")
     served = OnnxTokenizer(model.preprocessor, sequence_length=LONG)
     divergence = tokenizer_divergence(model.preprocessor.tokenizer, served, served.name)
@@ -42,6 +44,7 @@ def run_strings(path, record, model, spec, texts, features, repeats, runtime):
         "outputs": {k: v for k, v in got.items() if k in spec.output_names},
         "features": features,
         "seconds": seconds,
+        "batch_seconds": batch_seconds,
         "runtime": "onnxruntime + onnxruntime-extensions (CPU)",
         "bound": token_id_bound(record, "f32", spec),
         "format": "onnx string" + (f" {quantization}" if quantization else ""),
@@ -77,22 +80,27 @@ def token_id_bound(record, precision, spec):
 def run_token_ids(path, record, spec, features, repeats, runtime, kind):
     """An ONNX file or OpenVINO IR run on token ids: on onnxruntime
     (`"onnxruntime"`) or OpenVINO at its default precision (`"openvino"`) or
-    at float32 (`"openvino_f32"`); with its bound (`token_id_bound`) and its
-    format as `kbert verify` names it (`kind` and the record's quantization)."""
+    at float32 (`"openvino_f32"`, batches in throughput mode); with its bound
+    (`token_id_bound`) and its format as `kbert verify` names it (`kind` and
+    the record's quantization)."""
     if runtime == "onnxruntime":
         runner, name, precision = OnnxRunner(path), "onnxruntime (CPU)", "f32"
+        many = runner
     else:
-        forced = runtime == "openvino_f32"
-        runner = OpenVinoRunner(path, precision="f32" if forced else None)
+        forced = "f32" if runtime == "openvino_f32" else None
+        runner = OpenVinoRunner(path, precision=forced)
         name = runner.describe() + (" forced" if forced else " default")
         precision = runner.precision
+        many = OpenVinoRunner(path, precision=forced, throughput=True)
     quantization = record.get("quantization")
     got = runner(features)
     seconds = median_seconds(lambda: runner(first_row(features)), repeats=repeats)
+    parts = batches(features, cut=True)
     return {
         "outputs": got,
         "features": features,
         "seconds": seconds,
+        "batch_seconds": pass_seconds(lambda: many.map(parts)),
         "runtime": name,
         "bound": token_id_bound(record, precision, spec),
         "format": kind + (f" {quantization}" if quantization else ""),

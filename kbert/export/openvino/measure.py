@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from kbert.export.formats import OPENVINO_XML
-from kbert.export.measurements import first_row, median_seconds
+from kbert.export.measurements import batches, first_row, median_seconds, pass_seconds
 from kbert.export.onnx.measure import run_token_ids, token_id_bound
 from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.export.openvino.strings import describe
@@ -27,11 +27,11 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
 def run_texts(xml, record, spec, texts, features, repeats, runtime):
     """A `"string"` IR run on `texts` (`{text input: list of str}`) at
     OpenVINO's default precision (`"openvino"`) or float32
-    (`"openvino_f32"`). Its outputs answer `features` (the model's own
-    tokenization of the texts), cut to the IR's padding (the longest text)
-    where it returns per-token outputs."""
-    forced = runtime == "openvino_f32"
-    runner = OpenVinoRunner(xml, precision="f32" if forced else None)
+    (`"openvino_f32"`), batches in throughput mode. Its outputs answer
+    `features` (the model's own tokenization of the texts), cut to the IR's
+    padding (the longest text) where it returns per-token outputs."""
+    forced = "f32" if runtime == "openvino_f32" else None
+    runner = OpenVinoRunner(xml, precision=forced)
     feeds = {name: list(texts[name]) for name in spec.text_inputs}
     got = runner(feeds)
     if "token_ids" in got:
@@ -40,6 +40,7 @@ def run_texts(xml, record, spec, texts, features, repeats, runtime):
             name: np.asarray(value)[..., :length] for name, value in features.items()
         }
     seconds = median_seconds(lambda: runner(first_row(feeds)), repeats=repeats)
+    many, parts = OpenVinoRunner(xml, precision=forced, throughput=True), batches(feeds)
     quantization = record.get("quantization")
     result = {
         "outputs": {
@@ -47,6 +48,7 @@ def run_texts(xml, record, spec, texts, features, repeats, runtime):
         },
         "features": features,
         "seconds": seconds,
+        "batch_seconds": pass_seconds(lambda: many.map(parts)),
         "runtime": runner.describe() + (" forced" if forced else " default"),
         "bound": token_id_bound(record, runner.precision, spec),
         "format": "openvino string" + (f" {quantization}" if quantization else ""),

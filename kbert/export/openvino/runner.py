@@ -39,7 +39,7 @@ class OpenVinoRunner:
 
     `map(batches)` runs a sequence of feeds and returns their outputs in
     order: one request after another, or, with `throughput=True`, as many
-    at once as the plugin has streams (`openvino.AsyncInferQueue`). On an
+    at once as the plugin has streams (its optimal number of requests). On an
     Intel Xeon with AMX (2 cores: 2 streams of one core) that ran the demo
     classifier's and all-MiniLM-L6-v2's IRs 1.11-1.30x as fast as one
     request at a time (export/README.md; tested in
@@ -125,19 +125,26 @@ class OpenVinoRunner:
         batches = list(batches)
         if not self.throughput:
             return [self(feeds) for feeds in batches]
-        import openvino  # lazy: a runtime loads only when an artifact is run
-
+        # Requests taken in turn, each waited for before its next batch: no
+        # Python callback runs on OpenVINO's threads (with `AsyncInferQueue`'s
+        # callback, a test process that also held TensorFlow aborted once in
+        # an OpenVINO thread; not reproduced).
+        count = self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
+        requests = [self.request] + [
+            self.compiled.create_infer_request() for _ in range(count - 1)
+        ]
         results = [None] * len(batches)
-        requests = self.compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
-        queue = openvino.AsyncInferQueue(self.compiled, requests)
-
-        def done(request, index):
-            results[index] = self._outputs(request)
-
-        queue.set_callback(done)
+        running = {}  # request slot -> index of the batch it runs
         for index, feeds in enumerate(batches):
-            queue.start_async(self._inputs(feeds), index)
-        queue.wait_all()
+            slot = index % len(requests)
+            if slot in running:
+                requests[slot].wait()
+                results[running[slot]] = self._outputs(requests[slot])
+            requests[slot].start_async(self._inputs(feeds))
+            running[slot] = index
+        for slot, index in running.items():
+            requests[slot].wait()
+            results[index] = self._outputs(requests[slot])
         return results
 
 

@@ -5,7 +5,7 @@ string signature; bounded as its exporter bounded it (1e-5)."""
 import numpy as np
 
 from kbert.export.checks import SAVED_MODEL_TOLERANCE
-from kbert.export.measurements import first_row
+from kbert.export.measurements import PASSES, batches, first_row
 from kbert.export.saved_model.runner import TEXT_SIGNATURE, TOKEN_SIGNATURE, run_saved_model
 
 
@@ -17,12 +17,17 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
         feeds = {k: np.array(v, object) for k, v in texts.items()}
     else:
         signature, feeds = TOKEN_SIGNATURE, features
+    parts = batches(feeds, cut=signature == TOKEN_SIGNATURE)
     runs = [(signature, feeds), (signature, first_row(feeds))]
-    outputs, seconds, _ = run_saved_model(artifact, runs, repeats=[0, repeats])
+    runs += [(signature, part) for part in parts]
+    outputs, seconds, _ = run_saved_model(
+        artifact, runs, repeats=[0, repeats] + [PASSES] * len(parts)
+    )
     return {
         "outputs": outputs[0],
         "features": features,
         "seconds": seconds[1],
+        "batch_seconds": sum(seconds[2:]),  # each batch's median
         "runtime": "TensorFlow (TF Serving's loader, fresh process)",
         "format": "saved_model",
         # Its exporter's bound (both signatures within it).
