@@ -8,13 +8,13 @@ largest difference from the Keras model's outputs, agreement with Keras,
 classifier accuracy when the user passes labelled data (`labelled`, e.g.
 `kbert verify --data FILE`; never a guessed data set), the batch-1
 latency (a service answering one request) and texts per second through
-batches of 32 (a batch job; OpenVINO then runs a request per stream). A
-Keras row gives the float32 baseline; `fastest_row` ranks by either. `gate` checks each row
-against its bounds (by default the bound its exporter verified it with:
-`kbert verify` exits 1 when a row misses it). Below the table, each
-artifact that tokenizes on its own (TFLite `"string"`, MediaPipe) gets a line
-on how its tokenizer reads accented and mobile-style text
-(`kbert.export.checks`).
+length-sorted batches of 32 (a batch job; OpenVINO then runs a request per
+stream). A Keras row gives the float32 baseline; `fastest_row` ranks by
+either. `gate` checks each row against its bounds (by default the bound its
+exporter verified it with: `kbert verify` exits 1 when a row misses it).
+Below the table, each artifact that tokenizes on its own (TFLite `"string"`,
+MediaPipe) gets a line on how its tokenizer reads accented and mobile-style
+text (`kbert.export.checks`).
 """
 
 import importlib.util
@@ -49,8 +49,9 @@ COLUMNS = (
     "latency ms",
     "texts/s",
 )
-# Throughput is measured in batches of this many examples (`batches`), each
-# cut to its longest text where the runtime takes any length.
+# Throughput is measured in batches of this many examples (`batches`), sorted
+# by length (`by_length`), each cut to its longest where the runtime takes
+# any length.
 BATCH_SIZE = 32
 PASSES = 3  # timed passes over the examples for texts/s (their median)
 
@@ -189,6 +190,24 @@ def batches(rows, size=BATCH_SIZE, cut=False):
     return result
 
 
+def by_length(texts, features, labels=None):
+    """`(texts, features, labels)` sorted by token count (stable), as a batch
+    job sorts them so that each batch pads little.
+
+    Example:
+    >>> texts, features, labels = by_length(
+    ...     {"text": ["a b c", "a"]}, {"padding_mask": np.array([[1, 1, 1], [1, 0, 0]])},
+    ...     np.array([0, 1]))
+    >>> texts["text"], labels.tolist()
+    (['a', 'a b c'], [1, 0])
+    """
+    mask = np.asarray(features["padding_mask"])
+    order = np.argsort(mask.reshape(len(mask), -1).sum(-1), kind="stable")
+    texts = {name: [column[i] for i in order] for name, column in texts.items()}
+    features = {name: np.asarray(value)[order] for name, value in features.items()}
+    return texts, features, None if labels is None else np.asarray(labels)[order]
+
+
 def pass_seconds(run_batches):
     """Median seconds of `run_batches()`, one pass over the examples, after
     a first untimed pass (`PASSES` timed)."""
@@ -293,7 +312,9 @@ def artifact_row(
     if model.preprocessor is None:
         raise ValueError("kbert verify runs real text: the model needs a preprocessor.")
     spec = export_spec(model, record.get("text_pairs"))
-    texts, features, labels = evaluation_data(model, spec, num_examples, labelled)
+    texts, features, labels = by_length(
+        *evaluation_data(model, spec, num_examples, labelled)
+    )
     measure = load(exporter_named(kind).measure)
     try:
         measured = measure(artifact, record, model, spec, texts, features, repeats, runtime)
