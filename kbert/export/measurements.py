@@ -28,13 +28,12 @@ import numpy as np
 from kbert.export import record as records
 from kbert.export.checks import allowed_diff
 from kbert.export.formats import RANKS, exporter_named, load
-from kbert.export.spec import export_spec, keras_outputs
+from kbert.export.spec import TOKEN_INPUTS, export_spec, keras_outputs
 from kbert.export.verification_data import (
     checked_features,
     token_features,
     verification_inputs,
 )
-from kbert.models.backbone import INPUT_NAMES
 from kbert.presets.model_source import load_model
 from kbert.utils.tables import markdown_table
 
@@ -183,7 +182,7 @@ def batches(rows, size=BATCH_SIZE, cut=False):
         if cut and "padding_mask" in batch:
             length = max(1, int(np.max(np.sum(np.asarray(batch["padding_mask"]), -1))))
             batch = {
-                name: np.asarray(value)[..., :length] if name in INPUT_NAMES else value
+                name: np.asarray(value)[..., :length] if name in TOKEN_INPUTS else value
                 for name, value in batch.items()
             }
         result.append(batch)
@@ -327,6 +326,7 @@ def artifact_row(
     want = keras_outputs(model, used)
     diffs = {k: float(np.max(np.abs(got[k] - want[k]))) for k in want if k in got}
     accuracy, agreement = _quality(spec, got, want, labels)
+    examples = len(np.asarray(used["token_ids"]))
     row = {
         "artifact": _artifact_name(artifact),
         "format": measured["format"],
@@ -336,8 +336,8 @@ def artifact_row(
         "accuracy": accuracy,
         "agreement": agreement,
         "latency ms": measured["seconds"] * 1e3,
-        "texts/s": len(np.asarray(used["token_ids"])) / measured["batch_seconds"],
-        "examples": len(np.asarray(used["token_ids"])),
+        "texts/s": examples / measured["batch_seconds"],
+        "examples": examples,
         "max_abs_diff": diffs,
         "bound": _own_bound(measured.get("bound") or {}, want, diffs),
     }

@@ -80,9 +80,9 @@ def token_id_bound(record, precision, spec):
 def run_token_ids(path, record, spec, features, repeats, runtime, kind):
     """An ONNX file or OpenVINO IR run on token ids: on onnxruntime
     (`"onnxruntime"`) or OpenVINO at its default precision (`"openvino"`) or
-    at float32 (`"openvino_f32"`, batches in throughput mode); with its bound
-    (`token_id_bound`) and its format as `kbert verify` names it (`kind` and
-    the record's quantization)."""
+    at float32 (`"openvino_f32"`), OpenVINO's batches in throughput mode;
+    with its bound (`token_id_bound`) and its format as `kbert verify` names
+    it (`kind` and the record's quantization)."""
     if runtime == "onnxruntime":
         runner, name, precision = OnnxRunner(path), "onnxruntime (CPU)", "f32"
         many = runner
