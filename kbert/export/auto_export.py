@@ -37,6 +37,7 @@ from kbert.export.measurements import (
     gate,
     json_rows,
     keras_row,
+    time_rows,
 )
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
@@ -118,7 +119,7 @@ def auto(
             "kbert export --format auto ranks onnxruntime and OpenVINO artifacts: "
             "install onnxruntime or openvino (pip install onnxruntime openvino)."
         )
-    rows = [keras_row(model, num_examples, repeats)]
+    rows = [keras_row(model, num_examples, repeats, timed=False)]
     refused = []
     with work_directory("auto") as work:
         artifacts = {}
@@ -133,8 +134,12 @@ def auto(
                 continue
             artifacts[name] = kind
             for runtime in artifact_runtimes(artifact):
-                rows.append(artifact_row(artifact, model, num_examples, repeats, runtime))
-        rows = gate(rows)
+                rows.append(
+                    artifact_row(
+                        artifact, model, num_examples, repeats, runtime, timed=False
+                    )
+                )
+        rows = gate(time_rows(rows, repeats))
         fastest = fastest_row(rows, rank)
         if fastest is None:
             raise ExportVerificationError(

@@ -455,6 +455,7 @@ def verify_command(args):
         json_rows,
         keras_row,
         measurement_table,
+        time_rows,
     )
     from kbert.presets.model_source import load_model
 
@@ -468,7 +469,7 @@ def verify_command(args):
             args.data, args.text_column, args.label_column, pair_column=args.pair_column
         )
     model = _source_model(first, record, args.model, load_model)
-    options = dict(labelled=labelled)
+    options = dict(labelled=labelled, timed=False)
     rows = [
         keras_row(
             model,
@@ -491,7 +492,7 @@ def verify_command(args):
                     **options,
                 )
             )
-    rows = gate(rows, args.max_diff, args.min_agreement)
+    rows = gate(time_rows(rows, args.repeats), args.max_diff, args.min_agreement)
     missed = [row for row in rows if not row.get("passed", True)]
     # With --json, stdout is the JSON alone; the words go to stderr.
     words = sys.stderr if args.json else sys.stdout

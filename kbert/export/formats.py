@@ -82,10 +82,14 @@ class Exporter:
         measure: `"module:function"`: re-measures a written artifact for
             `kbert verify`: `measure(artifact, record, model, spec, texts,
             features, repeats, runtime)` returns a dict with `outputs`,
-            `features` (the inputs the outputs answer), `seconds` (batch-1
-            latency), `batch_seconds` (all the examples in batches of
-            `kbert.export.measurements.BATCH_SIZE`, each as fast as the
-            runtime runs many: `measurements.pass_seconds`), `runtime`,
+            `features` (the inputs the outputs answer), the timers `one`
+            (a call on one example) and `many` (all the examples in batches
+            of `kbert.export.measurements.BATCH_SIZE`, each as fast as the
+            runtime runs many), optionally `close` (after timing), which
+            `measurements.time_rows` times interleaved with the other rows;
+            or, for a runtime in a process of its own, `seconds` (batch-1
+            latency over `repeats` calls) and `batch_seconds` measured
+            there; `runtime`,
             `format` (the table's words), `bound`
             (`{"tolerance", "relative", "min_agreement"}`: the bound its
             exporter verified it with, for the `kbert verify` gate; None

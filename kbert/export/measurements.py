@@ -10,8 +10,11 @@ classifier accuracy when the user passes labelled data (`labelled`, e.g.
 latency (a service answering one request) and texts per second through
 length-sorted batches of 32 (a batch job; OpenVINO then runs a request per
 stream). A Keras row gives the float32 baseline; `fastest_row` ranks by
-either. `gate` checks each row against its bounds (by default the bound its
-exporter verified it with: `kbert verify` exits 1 when a row misses it).
+either. The rows of one table are timed interleaved (`time_rows`): round
+after round, each row in turn, the order rotating, medians per row, so that
+a machine busy for a while slows every row alike and not the one it ran.
+`gate` checks each row against its bounds (by default the bound its exporter
+verified it with: `kbert verify` exits 1 when a row misses it).
 Below the table, each artifact that tokenizes on its own (TFLite `"string"`,
 MediaPipe) gets a line on how its tokenizer reads accented and mobile-style
 text (`kbert.export.checks`).
@@ -207,10 +210,53 @@ def by_length(texts, features, labels=None):
     return texts, features, None if labels is None else np.asarray(labels)[order]
 
 
-def pass_seconds(run_batches):
-    """Median seconds of `run_batches()`, one pass over the examples, after
-    a first untimed pass (`PASSES` timed)."""
-    return median_seconds(run_batches, repeats=PASSES)
+def time_rows(rows, repeats=20, passes=PASSES):
+    """Times the rows of one table interleaved; returns them with `latency ms`
+    and `texts/s` filled in.
+
+    Each row made with `timed=False` carries its timers (`measure`'s `one`
+    and `many`). After an untimed warm-up call of each, every round times
+    one batch-1 call of each row (`repeats` rounds) and every pass round one
+    pass over all the examples of each row (`passes` rounds), the order
+    rotating by one row per round; each figure is that row's median. Rows
+    without timers (timed in a process of their own, or already) are kept.
+
+    Example:
+    >>> rows = [artifact_row(onnx_file, classifier, 8, 2, timed=False), keras_row(
+    ...     classifier, 8, 2, timed=False)]
+    >>> [row["texts/s"] > 0 for row in time_rows(rows, repeats=2)]
+    [True, True]
+    """
+    rows = [dict(row) for row in rows]
+    timed = [row for row in rows if "timers" in row]
+    try:
+        for row in timed:
+            row["timers"]["one"]()
+            row["timers"]["many"]()
+        latency = _interleaved(timed, "one", repeats)
+        passes = _interleaved(timed, "many", passes)
+    finally:
+        for row in timed:
+            close = row.pop("timers").get("close")
+            if close is not None:
+                close()
+    for row, one, many in zip(timed, latency, passes):
+        row["latency ms"] = one * 1e3
+        row["texts/s"] = row["examples"] / many
+    return rows
+
+
+def _interleaved(rows, timer, rounds):
+    """Median seconds of each row's `timer` over `rounds` rounds; a round
+    runs every row once, starting one row later than the round before."""
+    seconds = [[] for _ in rows]
+    for round_ in range(rounds):
+        for step in range(len(rows)):
+            index = (round_ + step) % len(rows)
+            start = time.perf_counter()
+            rows[index]["timers"][timer]()
+            seconds[index].append(time.perf_counter() - start)
+    return [float(np.median(values)) for values in seconds]
 
 
 def artifact_runtimes(path, installed=True):
@@ -267,6 +313,7 @@ def artifact_row(
     runtime=None,
     labelled=None,
     record=None,
+    timed=True,
 ):
     """Measures one artifact against the Keras model; returns a table row.
 
@@ -286,6 +333,8 @@ def artifact_row(
         record: its export record, its bytes checked already
             (`kbert.export.record.checked_record`); default: read and
             checked here, before anything is loaded.
+        timed: time it now (alone); `False` keeps its timers in the row for
+            `time_rows`, which times the rows of one table interleaved.
 
     Returns:
         A dict with the `COLUMNS` keys (`None` where not applicable), and
@@ -322,6 +371,23 @@ def artifact_row(
             f"{artifact}: {kind} on {runtime} could not load or run it "
             f"({records.one_line(error)}); re-export it."
         ) from error
+    try:
+        row = _row(artifact, model, spec, labels, measured)
+    except BaseException:
+        if measured.get("close") is not None:
+            measured["close"]()
+        raise
+    if "one" in measured:
+        row["timers"] = {k: measured.get(k) for k in ("one", "many", "close")}
+        return time_rows([row], repeats)[0] if timed else row
+    # Timed where it ran (a process of its own).
+    row["latency ms"] = measured["seconds"] * 1e3
+    row["texts/s"] = row["examples"] / measured["batch_seconds"]
+    return row
+
+
+def _row(artifact, model, spec, labels, measured):
+    """The table row of `measure`'s result, without its timings."""
     got, used = measured["outputs"], measured["features"]
     want = keras_outputs(model, used)
     diffs = {k: float(np.max(np.abs(got[k] - want[k]))) for k in want if k in got}
@@ -335,8 +401,6 @@ def artifact_row(
         "max |diff|": max(diffs.values()),
         "accuracy": accuracy,
         "agreement": agreement,
-        "latency ms": measured["seconds"] * 1e3,
-        "texts/s": examples / measured["batch_seconds"],
         "examples": examples,
         "max_abs_diff": diffs,
         "bound": _own_bound(measured.get("bound") or {}, want, diffs),
@@ -480,8 +544,11 @@ def json_rows(rows, rank="latency"):
     ]
 
 
-def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=None):
-    """The float32 Keras baseline row of the `kbert verify` table.
+def keras_row(
+    model, num_examples=200, repeats=20, text_pairs=None, labelled=None, timed=True
+):
+    """The float32 Keras baseline row of the `kbert verify` table (`timed`:
+    as `artifact_row`'s).
 
     Example:
     >>> keras_row(classifier, num_examples=20, repeats=2)["format"]
@@ -497,10 +564,8 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=Non
     # Batch-1 latency as users get it: `predict`'s compiled function (an
     # eager call of the model is several times slower on TensorFlow).
     one = first_row(features)
-    seconds = median_seconds(lambda: model.predict_features(one), repeats=repeats)
-    count = len(features["token_ids"])
     size = sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in model.weights)
-    return {
+    row = {
         "artifact": type(model).__name__,
         "format": "keras",
         "size MB": size / 1e6,
@@ -508,10 +573,13 @@ def keras_row(model, num_examples=200, repeats=20, text_pairs=None, labelled=Non
         "max |diff|": 0.0,
         "accuracy": accuracy,
         "agreement": 1.0,
-        "latency ms": seconds * 1e3,
-        "texts/s": count
-        / pass_seconds(lambda: model.predict_features(features, batch_size=BATCH_SIZE)),
+        "examples": len(features["token_ids"]),
+        "timers": {
+            "one": lambda: model.predict_features(one),
+            "many": lambda: model.predict_features(features, batch_size=BATCH_SIZE),
+        },
     }
+    return time_rows([row], repeats)[0] if timed else row
 
 
 def measurement_table(rows):

@@ -7,21 +7,21 @@ mobile-style text."""
 
 from kbert.export.agreement import min_agreement_for
 from kbert.export.checks import FLOAT_TOLERANCE, describe, tokenizer_divergence
-from kbert.export.measurements import batches, first_row, median_seconds, pass_seconds
+from kbert.export.measurements import batches, first_row
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.onnx.strings import LONG, OnnxTokenizer, string_feeds
 from kbert.export.openvino.runner import OpenVinoRunner
 
 
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):
-    """Outputs and batch-1 latency of the ONNX file at `artifact` on `runtime`
-    (see `kbert.export.formats.Exporter.measure`)."""
+    """Outputs and timers of the ONNX file at `artifact` on `runtime` (see
+    `kbert.export.formats.Exporter.measure`)."""
     if record.get("flavour") == "string":
-        return run_strings(artifact, record, model, spec, texts, features, repeats, runtime)
-    return run_token_ids(artifact, record, spec, features, repeats, runtime, "onnx")
+        return run_strings(artifact, record, model, spec, texts, features, runtime)
+    return run_token_ids(artifact, record, spec, features, runtime, "onnx")
 
 
-def run_strings(path, record, model, spec, texts, features, repeats, runtime):
+def run_strings(path, record, model, spec, texts, features, runtime):
     """A `"string"` ONNX file fed `texts` on onnxruntime (with
     onnxruntime-extensions' ops); `features` are the model's own token inputs
     for the same texts, which Keras is compared on."""
@@ -34,17 +34,15 @@ def run_strings(path, record, model, spec, texts, features, repeats, runtime):
     feeds = string_feeds(spec, texts)
     got = runner(feeds)
     one = {name: value[:1] for name, value in feeds.items()}
-    seconds = median_seconds(lambda: runner(one), repeats=repeats)
     parts = batches(feeds)
-    batch_seconds = pass_seconds(lambda: runner.map(parts))
     quantization = record.get("quantization")
     served = OnnxTokenizer(model.preprocessor, sequence_length=LONG)
     divergence = tokenizer_divergence(model.preprocessor.tokenizer, served, served.name)
     return {
         "outputs": {k: v for k, v in got.items() if k in spec.output_names},
         "features": features,
-        "seconds": seconds,
-        "batch_seconds": batch_seconds,
+        "one": lambda: runner(one),
+        "many": lambda: runner.map(parts),
         "runtime": "onnxruntime + onnxruntime-extensions (CPU)",
         "bound": token_id_bound(record, "f32", spec),
         "format": "onnx string" + (f" {quantization}" if quantization else ""),
@@ -77,7 +75,7 @@ def token_id_bound(record, precision, spec):
     return {"tolerance": tolerance, "relative": False, "min_agreement": None}
 
 
-def run_token_ids(path, record, spec, features, repeats, runtime, kind):
+def run_token_ids(path, record, spec, features, runtime, kind):
     """An ONNX file or OpenVINO IR run on token ids: on onnxruntime
     (`"onnxruntime"`) or OpenVINO at its default precision (`"openvino"`) or
     at float32 (`"openvino_f32"`), OpenVINO's batches in throughput mode;
@@ -94,13 +92,12 @@ def run_token_ids(path, record, spec, features, repeats, runtime, kind):
         many = OpenVinoRunner(path, precision=forced, throughput=True)
     quantization = record.get("quantization")
     got = runner(features)
-    seconds = median_seconds(lambda: runner(first_row(features)), repeats=repeats)
-    parts = batches(features, cut=True)
+    one, parts = first_row(features), batches(features, cut=True)
     return {
         "outputs": got,
         "features": features,
-        "seconds": seconds,
-        "batch_seconds": pass_seconds(lambda: many.map(parts)),
+        "one": lambda: runner(one),
+        "many": lambda: many.map(parts),
         "runtime": name,
         "bound": token_id_bound(record, precision, spec),
         "format": kind + (f" {quantization}" if quantization else ""),

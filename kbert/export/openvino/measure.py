@@ -9,22 +9,22 @@ import os
 import numpy as np
 
 from kbert.export.formats import OPENVINO_XML
-from kbert.export.measurements import batches, first_row, median_seconds, pass_seconds
+from kbert.export.measurements import batches, first_row
 from kbert.export.onnx.measure import run_token_ids, token_id_bound
 from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.export.openvino.strings import describe
 
 
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):
-    """Outputs and batch-1 latency of the IR directory `artifact` on `runtime`
+    """Outputs and timers of the IR directory `artifact` on `runtime`
     (see `kbert.export.formats.Exporter.measure`)."""
     xml = os.path.join(artifact, OPENVINO_XML)
     if record.get("flavour") == "string":
-        return run_texts(xml, record, spec, texts, features, repeats, runtime)
-    return run_token_ids(xml, record, spec, features, repeats, runtime, "openvino")
+        return run_texts(xml, record, spec, texts, features, runtime)
+    return run_token_ids(xml, record, spec, features, runtime, "openvino")
 
 
-def run_texts(xml, record, spec, texts, features, repeats, runtime):
+def run_texts(xml, record, spec, texts, features, runtime):
     """A `"string"` IR run on `texts` (`{text input: list of str}`) at
     OpenVINO's default precision (`"openvino"`) or float32
     (`"openvino_f32"`), batches in throughput mode. Its outputs answer
@@ -39,16 +39,16 @@ def run_texts(xml, record, spec, texts, features, repeats, runtime):
         features = {
             name: np.asarray(value)[..., :length] for name, value in features.items()
         }
-    seconds = median_seconds(lambda: runner(first_row(feeds)), repeats=repeats)
-    many, parts = OpenVinoRunner(xml, precision=forced, throughput=True), batches(feeds)
+    one, parts = first_row(feeds), batches(feeds)
+    many = OpenVinoRunner(xml, precision=forced, throughput=True)
     quantization = record.get("quantization")
     result = {
         "outputs": {
             name: value for name, value in got.items() if name in spec.output_names
         },
         "features": features,
-        "seconds": seconds,
-        "batch_seconds": pass_seconds(lambda: many.map(parts)),
+        "one": lambda: runner(one),
+        "many": lambda: many.map(parts),
         "runtime": runner.describe() + (" forced" if forced else " default"),
         "bound": token_id_bound(record, runner.precision, spec),
         "format": "openvino string" + (f" {quantization}" if quantization else ""),

@@ -7,7 +7,7 @@ exporter verified it with."""
 import numpy as np
 
 from kbert.export.checks import describe, tokenizer_divergence
-from kbert.export.measurements import batches, first_row, median_seconds, pass_seconds
+from kbert.export.measurements import batches, first_row
 from kbert.export.tflite.inputs import (
     MEDIAPIPE_INPUTS,
     deployment_preprocessor,
@@ -21,18 +21,12 @@ from kbert.export.verification_data import texts_to_features
 
 
 def measure(artifact, record, model, spec, texts, features, repeats, runtime):
-    """Outputs and batch-1 latency of the TFLite file at `artifact` (see
+    """Outputs and timers of the TFLite file at `artifact` (see
     `kbert.export.formats.Exporter.measure`)."""
-    got, used, seconds, batch_seconds, name = _run(
-        artifact, record, model, spec, texts, features, repeats
-    )
+    run = _run(artifact, record, model, spec, texts, features)
     flavour = record.get("flavour")
     result = {
-        "outputs": got,
-        "features": used,
-        "seconds": seconds,
-        "batch_seconds": batch_seconds,
-        "runtime": name,
+        **run,
         "format": f"tflite {flavour} {record.get('quantization') or 'float32'}",
         "bound": _bound(record),
     }
@@ -64,23 +58,28 @@ def _bound(record):
     return {"tolerance": bound, "relative": relative, "min_agreement": minimum}
 
 
-def _run(path, record, model, spec, texts, features, repeats):
-    """`(outputs, features used, batch-1 seconds, seconds for all, runtime)`:
-    all the examples in `batches`, each as the file takes it (one row at a
-    time in a file of batch 1; MediaPipe's classifier takes a list of texts)."""
+def _run(path, record, model, spec, texts, features):
+    """`outputs`, `features` (those the outputs answer), `runtime` and the
+    timers `one` and `many`: all the examples in `batches`, each as the file
+    takes it (one row at a time in a file of batch 1; MediaPipe's classifier
+    takes a list of texts, and is closed by `close`)."""
     flavour = record.get("flavour", "token_ids")
     runner = mediapipe_runner(spec, flavour)
     if runner is not None:
         classifier = runner(path)
         try:
             got, _ = classifier(texts["text"])
-            seconds = median_seconds(
-                lambda: classifier([texts["text"][0]]), repeats=repeats
-            )
-            batch_seconds = pass_seconds(lambda: classifier(texts["text"]))
-        finally:
+        except BaseException:
             classifier.close()
-        return got, features, seconds, batch_seconds, "MediaPipe TextClassifier"
+            raise
+        return {
+            "outputs": got,
+            "features": features,
+            "runtime": "MediaPipe TextClassifier",
+            "one": lambda: classifier([texts["text"][0]]),
+            "many": lambda: classifier(texts["text"]),
+            "close": classifier.close,
+        }
     runner = TFLiteRunner(path)
     runtime = "ai_edge_litert" + (" + tf-text ops" if runner.custom_ops else "")
     if flavour == "string":
@@ -89,18 +88,23 @@ def _run(path, record, model, spec, texts, features, repeats):
         )
         features, _ = texts_to_features(preprocessor, spec, texts)
         feeds = {k: np.array(v, object) for k, v in texts.items()}
-        got = run_rows(runner, feeds)
-        seconds = median_seconds(lambda: runner(first_row(feeds)), repeats=repeats)
-        parts = batches(feeds)
-        batch_seconds = pass_seconds(lambda: [run_rows(runner, p) for p in parts])
-        return got, features, seconds, batch_seconds, runtime
+        one, parts = first_row(feeds), batches(feeds)
+        return {
+            "outputs": run_rows(runner, feeds),
+            "features": features,
+            "runtime": runtime,
+            "one": lambda: runner(one),
+            "many": lambda: [run_rows(runner, part) for part in parts],
+        }
     got, used = run_tokens(runner, spec, flavour, features)
     one = first_row(used)
     if flavour == "mediapipe":
         one = {name: one[source] for name, source in MEDIAPIPE_INPUTS.items()}
-    seconds = median_seconds(lambda: runner(one), repeats=repeats)
     parts = batches(features, cut=True)  # run_tokens pads to a static length
-    batch_seconds = pass_seconds(
-        lambda: [run_tokens(runner, spec, flavour, part) for part in parts]
-    )
-    return got, used, seconds, batch_seconds, runtime
+    return {
+        "outputs": got,
+        "features": used,
+        "runtime": runtime,
+        "one": lambda: runner(one),
+        "many": lambda: [run_tokens(runner, spec, flavour, part) for part in parts],
+    }
