@@ -73,7 +73,10 @@ def _eager_on_tensorflow(request):
     `tf.function`s eagerly on TensorFlow: the same ops, without a trace per
     fresh model (the six marked files, -n 2: 137 s -> 108 s). The traced
     path stays checked: `run_model_test` traces every model, tests not so
-    marked trace as users do, and the JAX run compiles every test."""
+    marked trace as users do, and the JAX run compiles every test (JAX op by
+    op, `jax.disable_jit()`, was slower: test_long_texts.py 202 s against
+    120 s, test_tasks.py 142 s against 118 s, one process, Intel Xeon with
+    AMX, 2026-12-03)."""
     eagerly = bool(request.node.get_closest_marker("eager_on_tensorflow"))
     with tensorflow_functions_eagerly(eagerly):
         yield

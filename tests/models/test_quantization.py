@@ -29,6 +29,7 @@ def _max_relative_error(actual, expected):
     )
 
 
+@pytest.mark.eager_on_tensorflow  # tiny models; the real-weight tests below trace
 @pytest.mark.parametrize("mode,bound", [("int8", 0.03), ("int4", 0.3)])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_quantized_task_stays_close_to_float(case, mode, bound):
@@ -51,6 +52,7 @@ def test_quantized_task_stays_close_to_float(case, mode, bound):
     assert all(w.dtype == "float32" for w in heads)
 
 
+@pytest.mark.eager_on_tensorflow  # tiny models; the real-weight tests below trace
 def test_quantized_model_round_trips_through_keras_and_presets(tmp_path):
     model, inputs = _tiny_task("classifier_single_label")
     model.quantize("int8")
@@ -64,6 +66,7 @@ def test_quantized_model_round_trips_through_keras_and_presets(tmp_path):
     assert loaded.quantized_layer_paths() == model.quantized_layer_paths()
 
 
+@pytest.mark.eager_on_tensorflow  # tiny models; the real-weight tests below trace
 def test_quantized_model_fine_tunes_further():
     model, inputs = _tiny_task("classifier_single_label")
     model.quantize("int8")
