@@ -263,19 +263,20 @@ def verify_all(workdir, preset=None):
         artifact_runtimes,
         keras_row,
         measurement_table,
+        time_rows,
     )
     from kbert.presets.model_source import load_model
 
     model = load_model(preset or os.path.join(workdir, "classifier"))
-    rows = [keras_row(model, num_examples=200, repeats=5)]
+    options = dict(num_examples=200, repeats=5, timed=False)
+    rows = [keras_row(model, **options)]
     for path in artifact_paths(workdir).values():
         if not _exists(path):
             continue
         for runtime in artifact_runtimes(path):
-            rows.append(
-                artifact_row(path, model, num_examples=200, repeats=5, runtime=runtime)
-            )
-    return {"table": measurement_table(rows)}
+            rows.append(artifact_row(path, model, runtime=runtime, **options))
+    # As `kbert verify` does: the rows timed interleaved.
+    return {"table": measurement_table(time_rows(rows, repeats=5))}
 
 
 def _tokenizer(preset, length):
