@@ -268,7 +268,8 @@ def verify_all(workdir, preset=None):
     from kbert.presets.model_source import load_model
 
     model = load_model(preset or os.path.join(workdir, "classifier"))
-    options = dict(num_examples=200, repeats=5, timed=False)
+    repeats = 5
+    options = dict(num_examples=200, repeats=repeats, timed=False)
     rows = [keras_row(model, **options)]
     for path in artifact_paths(workdir).values():
         if not _exists(path):
@@ -276,7 +277,7 @@ def verify_all(workdir, preset=None):
         for runtime in artifact_runtimes(path):
             rows.append(artifact_row(path, model, runtime=runtime, **options))
     # As `kbert verify` does: the rows timed interleaved.
-    return {"table": measurement_table(time_rows(rows, repeats=5))}
+    return {"table": measurement_table(time_rows(rows, repeats))}
 
 
 def _tokenizer(preset, length):
