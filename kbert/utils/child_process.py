@@ -1,7 +1,8 @@
 """Python child processes that die with their parent, even one killed by SIGKILL.
 
 `run_child(arguments)` is `subprocess.run([sys.executable, *arguments])`
-where the child first runs this file as a launcher: on Linux it asks the
+(`start_child`: `subprocess.Popen`) where the child first runs this file as
+a launcher: on Linux it asks the
 kernel to SIGKILL it when its parent dies (`prctl(PR_SET_PDEATHSIG)`),
 elsewhere a thread watches the parent; then it runs the script (`path.py
 args...`) or module (`-m module args...`) as `python` would. Run as a
@@ -31,8 +32,23 @@ def run_child(arguments, **kwargs):
     >>> run_child(["-c", "print('hi')"], capture_output=True, text=True).stdout
     'hi\\n'
     """
-    command = [sys.executable, os.path.abspath(__file__), str(os.getpid()), *arguments]
-    return subprocess.run(command, **kwargs)
+    return subprocess.run(_command(arguments), **kwargs)
+
+
+def start_child(arguments, **kwargs):
+    """`subprocess.Popen` of `python *arguments` in a child that dies with this
+    process (or with the thread that started it: Linux ties the signal to it).
+
+    Example:
+    >>> child = start_child(["-c", "print('hi')"], stdout=subprocess.PIPE, text=True)
+    >>> child.communicate()[0]
+    'hi\\n'
+    """
+    return subprocess.Popen(_command(arguments), **kwargs)
+
+
+def _command(arguments):
+    return [sys.executable, os.path.abspath(__file__), str(os.getpid()), *arguments]
 
 
 def die_with_parent(parent):

@@ -1,3 +1,3 @@
 """SavedModel for TensorFlow Serving: `exporter` writes and verifies it, `runner`
-runs it in a fresh TensorFlow-only process (`serving_process.py`), as TF
+runs it in a TensorFlow-only process (`serving_process.py`), as TF
 Serving loads it."""

@@ -65,7 +65,7 @@ def saved_model(model, path, text_pairs=None, source=None, overwrite=False):
 
     Signatures: `serving_default` (strings in; needs `model.preprocessor`,
     otherwise it takes token ids like `serve_token_ids`) and
-    `serve_token_ids`. Before the directory appears at `path`, a fresh
+    `serve_token_ids`. Before the directory appears at `path`, a separate
     process with only TensorFlow and tensorflow-text's ops (no Keras) loads it and
     runs both signatures on real sentences; outputs must match the Keras
     model's within 1e-5, or `ExportVerificationError` is raised and nothing
@@ -104,9 +104,9 @@ def saved_model(model, path, text_pairs=None, source=None, overwrite=False):
             model,
             "kbert.export.saved_model.exporter:saved_model",
             path,
-            # The child has run it in a fresh TensorFlow-only process already.
+            # The child has run it in a TensorFlow-only process already.
             cross_check=lambda artifact: verify_saved_model(
-                model, spec, artifact, fresh_process=False
+                model, spec, artifact, serving_process=False
             ),
             directory=True,
             text_pairs=text_pairs,
@@ -213,13 +213,13 @@ def _check_serving_ops(directory):
     return ops
 
 
-def verify_saved_model(model, spec, directory, fresh_process=True):
+def verify_saved_model(model, spec, directory, serving_process=True):
     """Runs both signatures in a TensorFlow-only process against Keras.
 
     Returns the verification summary stored in the export record; raises
     `ExportVerificationError` on any difference over 1e-5. With
-    `fresh_process=False` the SavedModel is loaded in this process instead
-    (the cross-backend check, after a fresh-process check has passed).
+    `serving_process=False` the SavedModel is loaded in this process instead
+    (the cross-backend check, after the serving process's check has passed).
 
     Example:
     >>> verification = verify_saved_model(classifier, spec, saved_model_dir)
@@ -234,14 +234,14 @@ def verify_saved_model(model, spec, directory, fresh_process=True):
         runs.append((TEXT_SIGNATURE, data.texts))
         features, extras = texts_to_features(model.preprocessor, spec, data.texts)
         expected.append(keras_outputs(model, features))
-    if fresh_process:
+    if serving_process:
         outputs, _, modules = run_saved_model(directory, runs)
         imported = sorted({"kbert", "keras"} & set(modules))
         if imported:
             raise RuntimeError(
                 f"The serving process imported {imported}; TF Serving has neither."
             )
-        runtime = "tensorflow + tensorflow-text ops, fresh process without Keras or kbert"
+        runtime = "tensorflow + tensorflow-text ops, a process without Keras or kbert"
     else:
         outputs = run_saved_model_here(directory, runs)
         runtime = "tf.saved_model.load in the exporting process"

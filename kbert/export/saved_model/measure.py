@@ -1,5 +1,5 @@
 """A written SavedModel re-measured for `kbert verify`: run by TF Serving's
-loader in a fresh TensorFlow-only process, on strings when it has its
+loader in a TensorFlow-only process, on strings when it has its
 string signature; bounded as its exporter bounded it (1e-5)."""
 
 import numpy as np
@@ -28,7 +28,7 @@ def measure(artifact, record, model, spec, texts, features, repeats, runtime):
         "features": features,
         "seconds": seconds[1],
         "batch_seconds": sum(seconds[2:]),  # each batch's median
-        "runtime": "TensorFlow (TF Serving's loader, fresh process)",
+        "runtime": "TensorFlow (TF Serving's loader, TensorFlow-only process)",
         "format": "saved_model",
         # Its exporter's bound (both signatures within it).
         "bound": {

@@ -1,5 +1,6 @@
-"""Runs a SavedModel as TF Serving does: in a fresh Python process with only
-TensorFlow and tensorflow-text's ops, no Keras (`serving_process.py`), or here.
+"""Runs a SavedModel as TF Serving does: in a Python process with only
+TensorFlow and tensorflow-text's ops, no Keras (`serving_process.py`, kept
+by `serving_worker.py` across SavedModels), or here.
 
 Takes and returns dicts of NumPy arrays keyed by input and output name.
 """
@@ -9,18 +10,18 @@ import os
 
 import numpy as np
 
-from kbert.utils.child_process import run_child
+from kbert.export.saved_model.serving_worker import ServingProcessError, run_serving_job
 from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import utf8_bytes
 
-SERVING_SCRIPT = os.path.join(os.path.dirname(__file__), "serving_process.py")
 # The SavedModel's signatures: strings in, and token ids in.
 TEXT_SIGNATURE = "serving_default"
 TOKEN_SIGNATURE = "serve_token_ids"
 
 
 def run_saved_model(directory, runs, repeats=0):
-    """Runs signatures in a fresh TensorFlow-only process.
+    """Runs signatures in a TensorFlow-only process (each call loads the
+    SavedModel anew there).
 
     Args:
         directory: the SavedModel.
@@ -56,19 +57,12 @@ def run_saved_model(directory, runs, repeats=0):
         job_path = os.path.join(tmp, "job.json")
         with open(job_path, "w", encoding="utf-8") as file:
             json.dump(job, file)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-        env.pop("KERAS_BACKEND", None)
-        result = run_child(
-            [SERVING_SCRIPT, job_path],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode:
+        try:
+            run_serving_job(job_path)
+        except ServingProcessError as error:
             raise RuntimeError(
-                f"Loading {directory} in a TensorFlow-only process failed:\n"
-                f"{result.stderr[-3000:]}"
-            )
+                f"Loading {directory} in a TensorFlow-only process failed:\n{error}"
+            ) from None
         outputs, seconds, modules = [], [], []
         for run in job["runs"]:
             with np.load(run["outputs"]) as data:
@@ -101,7 +95,7 @@ def run_saved_model_here(directory, runs):
 
 class SavedModelRunner:
     """One signature of a SavedModel (default: token ids in), run as TF Serving
-    runs it: each call loads it in a fresh TensorFlow-only process.
+    runs it: each call loads it anew in the TensorFlow-only process.
     """
 
     def __init__(self, directory, signature=TOKEN_SIGNATURE):

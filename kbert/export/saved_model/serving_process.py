@@ -24,8 +24,10 @@ import glob
 import importlib.util
 import json
 import os
+import select
 import sys
 import time
+import traceback
 
 import numpy as np
 
@@ -46,8 +48,33 @@ def import_serving_tensorflow():
     return tf
 
 
+DONE = "kbert-serving-done "
+
+
 def main(job_path):
+    run_job(import_serving_tensorflow(), job_path)
+
+
+def serve(idle_seconds):
     tf = import_serving_tensorflow()
+    while True:
+        if os.name == "posix":  # elsewhere select() takes sockets only: no idle end
+            ready, _, _ = select.select([sys.stdin], [], [], idle_seconds)
+            if not ready:
+                return
+        line = sys.stdin.readline()
+        if not line:
+            return
+        try:
+            run_job(tf, line.strip())
+            answer = {"ok": True}
+        except Exception:  # the job's error goes back to the runner; the process goes on
+            answer = {"ok": False, "error": traceback.format_exc()}
+        sys.stdout.write(DONE + json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+def run_job(tf, job_path):
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
     loaded = tf.saved_model.load(job["directory"])
@@ -74,4 +101,7 @@ def main(job_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--serve":
+        serve(float(sys.argv[2]))
+    else:
+        main(sys.argv[1])
