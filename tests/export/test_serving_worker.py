@@ -11,9 +11,8 @@ import pytest
 from kbert.export.saved_model import serving_worker
 from kbert.export.saved_model.runner import run_saved_model
 
-pytestmark = (
-    pytest.mark.backend_independent
-)  # a TensorFlow-only child, whatever the backend
+# The serving process is TensorFlow-only, whatever the backend under test.
+pytestmark = pytest.mark.backend_independent
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,7 @@ def import_serving_tensorflow():
     return tf
 
 
+# What begins each answer line of --serve (serving_worker.py reads it).
 DONE = "kbert-serving-done "
 
 

@@ -1,8 +1,8 @@
 """One TensorFlow-only process per Python process, kept for the SavedModels it runs.
 
 `serving_process.py --serve` imports TensorFlow and tensorflow-text's ops
-once (about 7 s of a fresh process's 10 s on an Intel Xeon with AMX, 2 cores,
-2026-12-03) and then loads each job's SavedModel anew, as TF Serving loads
+once (6.5-6.8 s of a fresh process's 10.0-10.7 s on an Intel Xeon with AMX,
+2 cores, 2026-12-03) and then loads each job's SavedModel anew, as TF Serving loads
 model after model in one server. The process is started on first use, ends
 after `IDLE_SECONDS` without a job (a new one starts on the next), with this
 process, or at its exit, and is never shared with a forked child.
@@ -25,13 +25,14 @@ import tempfile
 import threading
 import time
 
+from kbert.export.saved_model import serving_process
 from kbert.utils.child_process import start_child
 
-SERVING_SCRIPT = os.path.join(os.path.dirname(__file__), "serving_process.py")
+SERVING_SCRIPT = serving_process.__file__
 IDLE_SECONDS = 300
 # The runner stops using a process this much before it would end by itself.
 IDLE_MARGIN = 20
-DONE = "kbert-serving-done "
+DONE = serving_process.DONE
 
 _lock = threading.Lock()
 _worker = None
@@ -117,7 +118,11 @@ class _Worker:
             raise ServingProcessError(answer["error"])
 
     def _error_output(self):
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # its output closed, yet it runs on
+            self.process.kill()
+            self.process.wait()
         self.errors.seek(0)
         return (
             f"the serving process ended (exit status {self.process.returncode}):\n"
