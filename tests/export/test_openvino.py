@@ -100,6 +100,11 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
     quantized = record["quantized"]
     assert quantized["method"] == "nncf int8 (transformer, attention in float)"
     assert quantized["calibration"] == "256 real texts (Rotten Tomatoes training)"
+    # The narrowest float scope kept the search reviews' predictions, so no
+    # wider one was tried.
+    (rung,) = quantized["float_search"]
+    assert rung["kept_in_float"] == "attention" and "held_out" not in rung
+    assert 0.99 <= rung["calibration_agreement"] <= 1.0, rung
     recorded = quantized["agreement"]
     assert recorded["texts"].startswith("500 real texts"), recorded
     core = openvino.Core()
@@ -130,6 +135,37 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
     assert row["format"] == "openvino int8"
     assert row["bound"]["min_agreement"] == 0.99 and row["bound"]["max_diff"] is None
     assert row["passed"], row["misses"]
+
+
+@ONCE
+def test_int8_ir_of_the_sentence_embedder_keeps_its_embeddings(tmp_path):
+    """all-MiniLM-L6-v2 at the embedders' default bound, mean cosine 0.999:
+    int8 attention inputs alone keep about 0.998 of it, so the exporter
+    keeps the narrowest float scope whose search texts hold the bound, and
+    the saved IR holds it on the held-out texts."""
+    from kbert.export.openvino.quantization import FLOAT_SCOPES
+
+    model = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
+    path = tmp_path / "int8_ir"
+    record = kbert.export.openvino(model, str(path), quantization="int8")
+    quantized = record["quantized"]
+    search = quantized["float_search"]
+    bound = quantized["agreement"]["min_agreement"]
+    assert bound == 0.999
+    # Each scope tried before the kept one missed the bound on the search
+    # texts; the kept one is named in the method.
+    assert [rung["kept_in_float"] for rung in search] == list(FLOAT_SCOPES[: len(search)])
+    for rung in search[:-1]:
+        assert rung["calibration_agreement"] < bound or rung["held_out"], rung
+    assert search[-1]["calibration_agreement"] >= bound, search
+    assert quantized["method"] == (
+        f"nncf int8 (transformer, {search[-1]['kept_in_float']} in float)"
+    )
+    recorded = quantized["agreement"]
+    assert recorded["texts"].startswith("500 real texts"), recorded
+    assert bound <= recorded["value"] <= 1.0, recorded
+    ir = openvino.Core().read_model(str(path / "openvino_model.xml"))
+    assert any(op.get_type_name() == "FakeQuantize" for op in ir.get_ops())
 
 
 @ONCE

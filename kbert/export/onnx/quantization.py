@@ -388,6 +388,27 @@ def calibration_agreement(spec, float_outputs, runner, feeds):
     return float(np.mean(np.concatenate(scores)))
 
 
+def held_out_agreement(model, spec, runner, bound, context, runtime, tried, last):
+    """The held-out `agreement.verify_agreement` summary of a search's
+    candidate, run by `runner` (token ids in); None when it misses `bound`
+    and is not the `last` candidate, noted in its entry `tried[-1]`. The last
+    candidate raises `ExportVerificationError`."""
+    try:
+        return agreement.verify_agreement(
+            model,
+            spec,
+            lambda batch, _: (runner(batch), batch),
+            bound,
+            context,
+            runtime=runtime,
+        )
+    except ExportVerificationError:
+        if last:
+            raise
+        tried[-1]["held_out"] = "below min_agreement"
+        return None
+
+
 def quantize_and_verify(model, spec, path, quantization, min_agreement):
     """Quantizes the verified float32 file at `path` in place, checks its
     predictions against the Keras model on real text and returns what was
@@ -440,21 +461,19 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
                 )
                 if not last and value is not None and value < bound:
                     continue
-            try:
-                summary["agreement"] = agreement.verify_agreement(
-                    model,
-                    spec,
-                    lambda batch, _, run=runner: (run(batch), batch),
-                    bound,
-                    f"ONNX quantization={quantization!r} on onnxruntime",
-                    runtime=f"onnxruntime {onnxruntime.__version__} (CPU)",
-                )
-            except ExportVerificationError:
-                if last:
-                    raise
-                tried[-1]["held_out"] = "below min_agreement"
-                continue
-            break
+            held_out = held_out_agreement(
+                model,
+                spec,
+                runner,
+                bound,
+                f"ONNX quantization={quantization!r} on onnxruntime",
+                f"onnxruntime {onnxruntime.__version__} (CPU)",
+                tried,
+                last,
+            )
+            if held_out is not None:
+                summary["agreement"] = held_out
+                break
         if feeds:
             summary["calibration"] = calibration_source(feeds)
         if tried:

@@ -129,7 +129,7 @@ def openvino(
         ov_model, quantized = ov.convert_model(onnx_path), None
         converter = f"{onnx_record['converter']} -> openvino.convert_model"
         if quantization == "int8":
-            ov_model, quantized = quantize_openvino(model, spec, ov_model)
+            ov_model, quantized = quantize_openvino(model, spec, ov_model, min_agreement)
         if strings:
             ov_model = with_tokenizer(ov_model, model.preprocessor, spec)
             converter += " + openvino_tokenizers.convert_tokenizer"

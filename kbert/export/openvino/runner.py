@@ -29,7 +29,7 @@ class OpenVinoRunner:
     """One ONNX (or OpenVINO IR `.xml`) model compiled for OpenVINO's CPU plugin.
 
     Args:
-        path: the `.onnx` or `.xml` file.
+        path: the `.onnx` or `.xml` file, or a token-id `openvino.Model`.
         precision: None (the plugin's default for this CPU) or an
             `INFERENCE_PRECISION_HINT` value such as `"f32"` or `"bf16"`.
         num_threads: `INFERENCE_NUM_THREADS` (default: the plugin's).
@@ -56,7 +56,8 @@ class OpenVinoRunner:
     def __init__(self, path, precision=None, num_threads=None, throughput=False):
         import openvino  # lazy: a runtime loads only when an artifact is run
 
-        if _takes_strings(path):
+        in_memory = isinstance(path, openvino.Model)
+        if not in_memory and _takes_strings(path):
             _load_tokenizer_extension(path)
         core = openvino.Core()
         config = {}
@@ -67,7 +68,7 @@ class OpenVinoRunner:
         if throughput:
             config["PERFORMANCE_HINT"] = "THROUGHPUT"
         self.throughput = bool(throughput)
-        model = core.read_model(os.fspath(path))
+        model = path if in_memory else core.read_model(os.fspath(path))
         # The model's names: compiling can merge an output's tensor with the
         # one it copies (a string IR's `token_ids`), adding that one's names.
         self.output_names = [port.get_any_name() for port in model.outputs]
