@@ -3,8 +3,9 @@
 kbert's `BertTextEmbedder` is exported with `kbert.export.openvino(...,
 flavour="string")` (WordPiece in the IR) and as the NNCF int8 IR at the
 default 0.999 mean cosine (the exporter keeps in float the narrowest scope
-that holds it; the record's `quantized.method` names it). In one process, interleaved for `--rounds`
-rounds after a warm-up, each system embeds the same Rotten Tomatoes reviews
+that holds it; the record's `quantized.method` names it). In one process,
+interleaved for `--rounds` rounds after a warm-up, each system embeds the
+same Rotten Tomatoes reviews
 (`end_to_end.real_texts`) in batches of 32:
 
 - sentence-transformers `encode(texts, batch_size=32)`, float32 and bfloat16

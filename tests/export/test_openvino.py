@@ -140,9 +140,9 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
 @ONCE
 def test_int8_ir_of_the_sentence_embedder_keeps_its_embeddings(tmp_path):
     """all-MiniLM-L6-v2 at the embedders' default bound, mean cosine 0.999:
-    int8 attention inputs alone keep about 0.998 of it, so the exporter
-    keeps the narrowest float scope whose search texts hold the bound, and
-    the saved IR holds it on the held-out texts."""
+    with only attention in float the int8 IR keeps about 0.998, so the
+    exporter keeps the narrowest float scope whose search texts hold the
+    bound, and the saved IR holds it on the held-out texts."""
     from kbert.export.openvino.quantization import FLOAT_SCOPES
 
     model = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
