@@ -364,12 +364,11 @@ def test_minilm_embeddings_on_real_text_equal_fixed_length(minilm_embedder):
     assert lengths.min() < 16 and lengths.max() == 256  # short and truncated texts
     bucketed = minilm_embedder.predict(texts, batch_size=32, verbose=0)
     # The fixed-length reference runs every text at 256 tokens (the test's
-    # cost): one batch of 32, every 4th text by length, spans every length
-    # from the shortest to the truncated ones.
+    # cost), so it runs one batch: every 4th text in length order (the
+    # shortest first) and the two longest (truncated), across the range.
     by_length = np.argsort(lengths, kind="stable")
     subset = np.unique(np.concatenate([by_length[::4], by_length[-2:]]))
-    assert len(subset) <= 32 and lengths[subset].max() == 256
-    assert lengths[subset].min() == lengths.min()
+    assert len(subset) <= 32  # one batch of predict's default batch_size
     reference = keras.Model.predict(
         minilm_embedder, {k: v[subset] for k, v in features.items()}, verbose=0
     )
