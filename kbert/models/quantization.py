@@ -49,6 +49,7 @@ import keras
 import numpy as np
 
 from kbert.layers.masked_lm_head import MaskedLMHead
+from kbert.models.int8_activations import use_float_matmuls
 from kbert.models.lora import dense_sublayers
 
 MODES = ("int8", "int4")
@@ -163,6 +164,8 @@ class QuantizableModel:
             super().quantize(
                 mode, config=config or weight_only_config(mode), filters=selected, **kwargs
             )
+        for layer in quantizable_layers(self):
+            use_float_matmuls(layer)
         if reference is not None:
             _calibrate(self, mode, calibration_texts, reference)
         self.__dict__.pop("_kbert_inference", None)  # compiled with the float weights
@@ -267,3 +270,4 @@ def restore_activation_quantizers(backbone, quantized_activations):
         if layer.path not in quantized_activations:
             layer.inputs_quantizer = None
             layer.quantization_config = weight_only_config(layer.quantization_mode)
+        use_float_matmuls(layer)

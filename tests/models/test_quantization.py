@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kbert
+from kbert.models.int8_activations import FloatCarriedQuantizer, use_float_matmuls
 from kbert.models.quantization import agreement, quantizable_layers
 from tests.models.test_tasks import CASES
 from tests.test_case import randomized, tiny_backbone, to_numpy, token_inputs
@@ -77,6 +78,51 @@ def test_quantized_model_fine_tunes_further():
     after = model.evaluate(inputs, labels, verbose=0, return_dict=True)["loss"]
     assert after < 0.9 * before
     assert model.backbone.get_layer("transformer_layer_0").query.kernel.dtype == "int8"
+
+
+@pytest.mark.eager_on_tensorflow  # tiny models; the real-weight tests below trace
+def test_int8_activations_run_float_matmuls_with_keras_outputs(tmp_path):
+    """On TensorFlow and PyTorch the int8 x int8 matmul runs in float32
+    (`kbert.models.int8_activations`), with Keras' int32 outputs bit for bit,
+    also after loading (which rebuilds Keras' default quantizer); JAX keeps
+    Keras' quantizer."""
+    model, inputs = _tiny_task("classifier_single_label")
+    # Keras' default quantizer but for its epsilon: a config kbert does not
+    # take for "weight-only, the default" (`_is_keras_default`).
+    activations = keras.quantizers.AbsMaxQuantizer(epsilon=1e-6)
+    config = keras.quantizers.Int8QuantizationConfig(activation_quantizer=activations)
+    model.quantize("int8", config=config)
+    dense = [layer for layer in quantizable_layers(model) if layer.quantization_mode]
+    dense = [layer for layer in dense if getattr(layer, "inputs_quantizer", None)]
+    assert len(dense) == sum(model.quantized_layer_paths().values()) > 0
+    carried = keras.backend.backend() in ("tensorflow", "torch")
+    kind = FloatCarriedQuantizer if carried else keras.quantizers.AbsMaxQuantizer
+    assert all(type(layer.inputs_quantizer) is kind for layer in dense)
+    loaded_from = tmp_path / "preset"
+    model.save_to_preset(loaded_from)
+    loaded = kbert.BertClassifier.from_preset(loaded_from)
+    assert loaded.quantized_layer_paths() == model.quantized_layer_paths()
+    for task, epsilon in [(model, 1e-6), (loaded, keras.backend.epsilon())]:
+        layers = [layer for layer in quantizable_layers(task) if layer.quantization_mode]
+        layers = [layer for layer in layers if getattr(layer, "inputs_quantizer", None)]
+        assert len(layers) == len(dense)
+        assert all(type(layer.inputs_quantizer) is kind for layer in layers)
+        float_matmuls = to_numpy(task.predict(inputs, verbose=0))
+        for layer in layers:  # Keras' own int32 matmuls
+            layer.inputs_quantizer = keras.quantizers.AbsMaxQuantizer(epsilon=epsilon)
+        task.__dict__.pop("_kbert_inference", None)
+        np.testing.assert_array_equal(
+            to_numpy(task.predict(inputs, verbose=0)), float_matmuls
+        )
+    # At MiniLM's width (384 int8 products per output) too, on real-sized rows.
+    layer = keras.layers.Dense(1536)
+    layer.build((None, 384))
+    layer.quantize("int8")
+    x = np.random.default_rng(0).normal(size=(64, 384)).astype("float32") * 3.0
+    keras_int32 = to_numpy(layer(x))
+    use_float_matmuls(layer)
+    assert (type(layer.inputs_quantizer) is FloatCarriedQuantizer) == carried
+    np.testing.assert_array_equal(to_numpy(layer(x)), keras_int32)
 
 
 @pytest.mark.parametrize(
