@@ -181,6 +181,28 @@ def test_outlier_channels_split_computes_the_same_function(float_file, tmp_path)
             np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
 
 
+def test_length_batches_give_each_text_its_own_outputs(float_file):
+    """The OpenVINO int8 search runs its texts in `length_batched` batches:
+    each text once, its outputs those of the text run alone (float file)."""
+    model, float_path = float_file
+    feeds = calibration_feeds(model, export_spec(model), 40)
+    batches = quantization.length_batched(feeds, batch_size=16)
+    assert [len(batch["token_ids"]) for batch in batches] == [16, 16, 8]
+    runner = OnnxRunner(float_path)
+    alone = {f["token_ids"].tobytes(): runner(f)["logits"][0] for f in feeds}
+    seen = []
+    for batch in batches:
+        lengths = batch["padding_mask"].sum(-1)
+        assert np.all(np.diff(lengths) >= 0)  # sorted by length
+        logits = runner(batch)["logits"]
+        for row, length in enumerate(lengths):
+            assert not batch["padding_mask"][row, length:].any()
+            key = batch["token_ids"][row : row + 1, :length].tobytes()
+            np.testing.assert_allclose(logits[row], alone[key], atol=1e-5, rtol=0)
+            seen.append(key)
+    assert sorted(seen) == sorted(alone) and len(set(seen)) == len(feeds)
+
+
 @pytest.mark.skipif(
     keras.backend.backend() != "jax",
     reason="quantizing and refusing are the same code on every backend (two exports: "

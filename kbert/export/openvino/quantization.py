@@ -22,9 +22,11 @@ was exported on.
 More stays float only as far as the model needs (`FLOAT_SCOPES`, least
 first: each rung costs speed), searched as ONNX `dynamic_int8` searches its
 outlier ratios: the first rung whose outputs on `SEARCH_TEXTS` training
-reviews agree with the float IR's (f32) at the bound, and then pass the
-held-out check, is kept; the last rung is always checked. A classifier keeps
-the first rung; an embedder's bound, a mean cosine of 0.999, needs more.
+reviews agree with the float IR's (f32) at the bound (both run on length
+batches of 32 texts: static int8 scales leave a text's outputs independent
+of its batch), and then pass the held-out check, is kept; the last rung is
+always checked. A classifier keeps the first rung; an embedder's bound, a
+mean cosine of 0.999, needs more.
 """
 
 import contextlib
@@ -39,6 +41,7 @@ from kbert.export.onnx.quantization import (
     calibration_feeds,
     calibration_source,
     held_out_agreement,
+    length_batched,
 )
 from kbert.export.openvino.runner import OpenVinoRunner
 from kbert.utils.quiet import logger_level
@@ -99,7 +102,9 @@ def quantize_openvino(
         lambda feed: {name: feed[name].astype(dtype) for name, dtype in types.items()},
     )
     float_runner = OpenVinoRunner(ov_model, precision="f32")
-    float_outputs = [float_runner(feed) for feed in search_feeds]
+    # NNCF's int8 scales are static: a text's outputs do not depend on its batch.
+    search_batches = length_batched(search_feeds)
+    float_outputs = [float_runner(batch) for batch in search_batches]
     bound = agreement.min_agreement_for(spec, min_agreement)
     intermediate_dim = model.backbone.intermediate_dim
     tried = []
@@ -120,7 +125,7 @@ def quantize_openvino(
                 ),
             )
         runner = OpenVinoRunner(quantized)
-        value = calibration_agreement(spec, float_outputs, runner, search_feeds)
+        value = calibration_agreement(spec, float_outputs, runner, search_batches)
         tried.append({"kept_in_float": scope, "calibration_agreement": value})
         if not last and value is not None and value < bound:
             continue
