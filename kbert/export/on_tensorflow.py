@@ -9,11 +9,18 @@ artifact against the TensorFlow-backend model), and this process then checks
 the artifact against the original model with the exporter's `cross_check`.
 The artifact is renamed into place only after both pass. Exporters call
 this module; it imports none of them.
+
+The TensorFlow process is kept for the next export (`kbert.utils.
+kept_process`; with it the SavedModel serving process it verifies with):
+importing TensorFlow and kbert there took 5-6 s of each export, and a new
+serving process 6-7 s more.
 """
 
 import json
 import os
+import select
 import sys
+import traceback
 
 import keras
 
@@ -21,8 +28,17 @@ from kbert.export.checks import ExportVerificationError
 from kbert.export.formats import load
 from kbert.presets.model_source import register_kbert_classes
 from kbert.utils.atomic import atomic_directory, atomic_file
-from kbert.utils.child_process import run_child
+from kbert.utils.kept_process import KeptProcess, KeptProcessError
 from kbert.utils.owned_temps import work_directory
+
+IDLE_SECONDS = 300
+# What begins each answer line of --serve.
+DONE = "kbert-export-done "
+EXPORT_PROCESS = KeptProcess(
+    ["-m", "kbert.export.on_tensorflow", "--serve", str(IDLE_SECONDS)],
+    done=DONE,
+    idle_seconds=IDLE_SECONDS,
+)
 
 
 def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **options):
@@ -55,10 +71,10 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
         with target(path) as tmp:
             job = {
                 "exporter": exporter,
-                "keras_file": keras_file,
-                "path": tmp,
+                "keras_file": os.path.abspath(keras_file),
+                "path": os.path.abspath(tmp),
                 "options": options,
-                "record": os.path.join(work, "record.json"),
+                "record": os.path.abspath(os.path.join(work, "record.json")),
                 "from_backend": keras.backend.backend(),
             }
             job_path = os.path.join(work, "job.json")
@@ -66,29 +82,47 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
                 json.dump(job, file)
             env = dict(os.environ, KERAS_BACKEND="tensorflow")
             env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-            result = run_child(
-                ["-m", "kbert.export.on_tensorflow", job_path],
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            if result.returncode:
-                raise _child_error(result.stderr)
+            try:
+                EXPORT_PROCESS.run(job_path, env)
+            except KeptProcessError as error:
+                raise _child_error(str(error)) from None
             with open(job["record"], encoding="utf-8") as file:
                 export_record = json.load(file)
             export_record["cross_backend"] = cross_check(tmp)
     return export_record
 
 
-def _child_error(stderr):
-    last = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+def _child_error(output):
+    """The exception for the child's traceback (or its error output)."""
+    last = output.strip().splitlines()[-1] if output.strip() else ""
     if last.startswith("ValueError: "):  # a refused argument: the exporter's own words
         return ValueError(last[len("ValueError: ") :])
     error = ExportVerificationError if "ExportVerificationError" in last else RuntimeError
-    return error(f"The TensorFlow-backend export failed:\n{stderr[-4000:]}")
+    return error(f"The TensorFlow-backend export failed:\n{output[-4000:]}")
 
 
-def _main(job_path):
+def serve(idle_seconds):
+    """The kept process: runs each job path read from stdin, answers one line."""
+    while True:
+        if os.name == "posix":  # elsewhere select() takes sockets only: no idle end
+            ready, _, _ = select.select([sys.stdin], [], [], idle_seconds)
+            if not ready:
+                return
+        line = sys.stdin.readline()
+        if not line:
+            return
+        try:
+            run_job(line.strip())
+            answer = {"ok": True}
+        except Exception:  # the job's error goes back to the parent; the process goes on
+            answer = {"ok": False, "error": traceback.format_exc()}
+        finally:
+            keras.backend.clear_session()  # the next job starts as a new process would
+        sys.stdout.write(DONE + json.dumps(answer) + "\n")
+        sys.stdout.flush()
+
+
+def run_job(job_path):
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
     register_kbert_classes()
@@ -100,4 +134,7 @@ def _main(job_path):
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1])
+    if sys.argv[1] == "--serve":
+        serve(float(sys.argv[2]))
+    else:
+        run_job(sys.argv[1])

@@ -8,8 +8,9 @@ import signal
 import numpy as np
 import pytest
 
-from kbert.export.saved_model import serving_worker
+from kbert.export.saved_model import serving_process, serving_worker
 from kbert.export.saved_model.runner import run_saved_model
+from kbert.utils import kept_process
 
 # The serving process is TensorFlow-only, whatever the backend under test.
 pytestmark = pytest.mark.backend_independent
@@ -31,13 +32,21 @@ def doubler(tmp_path_factory):
     return path
 
 
+def kept_serving_process(idle_seconds):
+    return kept_process.KeptProcess(
+        [serving_worker.SERVING_SCRIPT, "--serve", str(idle_seconds)],
+        done=serving_process.DONE,
+        idle_seconds=idle_seconds,
+        error=serving_worker.ServingProcessError,
+    )
+
+
 @pytest.fixture
 def new_worker(monkeypatch):
-    """A worker of this test's own, closed after it."""
-    monkeypatch.setattr(serving_worker, "_worker", None)
+    """A kept process of this test's own, closed after it."""
+    monkeypatch.setattr(serving_worker, "SERVING", kept_serving_process(300))
     yield
-    if serving_worker._worker is not None:
-        serving_worker._worker.close()
+    serving_worker.SERVING.close()
 
 
 def run(path, value):
@@ -65,7 +74,7 @@ def test_a_killed_process_is_replaced(doubler, new_worker):
     run(doubler, np.array([1.0], "float32"))
     pid = serving_worker.serving_process_id()
     os.kill(pid, signal.SIGKILL)
-    serving_worker._worker.process.wait(timeout=30)
+    serving_worker.SERVING._child.process.wait(timeout=30)
     np.testing.assert_array_equal(run(doubler, np.array([2.0], "float32"))[0], [4.0])
     assert serving_worker.serving_process_id() not in (None, pid)
 
@@ -73,11 +82,11 @@ def test_a_killed_process_is_replaced(doubler, new_worker):
 def test_an_idle_process_ends_and_a_job_given_as_it_ends_runs_in_a_new_one(
     doubler, new_worker, monkeypatch
 ):
-    monkeypatch.setattr(serving_worker, "IDLE_SECONDS", 1)
+    monkeypatch.setattr(serving_worker, "SERVING", kept_serving_process(1))
     run(doubler, np.array([1.0], "float32"))
-    first = serving_worker._worker.process
+    first = serving_worker.SERVING._child.process
     first.wait(timeout=60)  # it ended by itself, a second after its job
     # The race: the runner took it for alive just before it ended.
-    monkeypatch.setattr(serving_worker._Worker, "usable", lambda self: True)
+    monkeypatch.setattr(kept_process._Child, "usable", lambda self, env: True)
     np.testing.assert_array_equal(run(doubler, np.array([3.0], "float32"))[0], [6.0])
-    assert serving_worker._worker.process.pid != first.pid
+    assert serving_worker.SERVING._child.process.pid != first.pid
