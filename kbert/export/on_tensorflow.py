@@ -18,9 +18,7 @@ serving process 6-7 s more.
 
 import json
 import os
-import select
 import sys
-import traceback
 
 import keras
 
@@ -28,6 +26,7 @@ from kbert.export.checks import ExportVerificationError
 from kbert.export.formats import load
 from kbert.presets.model_source import register_kbert_classes
 from kbert.utils.atomic import atomic_directory, atomic_file
+from kbert.utils.child_process import serve_jobs
 from kbert.utils.kept_process import KeptProcess, KeptProcessError
 from kbert.utils.owned_temps import work_directory
 
@@ -101,28 +100,15 @@ def _child_error(output):
     return error(f"The TensorFlow-backend export failed:\n{output[-4000:]}")
 
 
-def serve(idle_seconds):
-    """The kept process: runs each job path read from stdin, answers one line."""
-    while True:
-        if os.name == "posix":  # elsewhere select() takes sockets only: no idle end
-            ready, _, _ = select.select([sys.stdin], [], [], idle_seconds)
-            if not ready:
-                return
-        line = sys.stdin.readline()
-        if not line:
-            return
-        try:
-            run_job(line.strip())
-            answer = {"ok": True}
-        except Exception:  # the job's error goes back to the parent; the process goes on
-            answer = {"ok": False, "error": traceback.format_exc()}
-        finally:
-            keras.backend.clear_session()  # the next job starts as a new process would
-        sys.stdout.write(DONE + json.dumps(answer) + "\n")
-        sys.stdout.flush()
-
-
 def run_job(job_path):
+    """Runs one export job file (in the TensorFlow process)."""
+    try:
+        _export(job_path)
+    finally:
+        keras.backend.clear_session()  # the next job starts as a new process would
+
+
+def _export(job_path):
     with open(job_path, encoding="utf-8") as file:
         job = json.load(file)
     register_kbert_classes()
@@ -135,6 +121,6 @@ def run_job(job_path):
 
 if __name__ == "__main__":
     if sys.argv[1] == "--serve":
-        serve(float(sys.argv[2]))
+        serve_jobs(run_job, DONE, float(sys.argv[2]))
     else:
         run_job(sys.argv[1])

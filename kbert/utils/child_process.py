@@ -14,13 +14,16 @@ Example:
 """
 
 import ctypes
+import json
 import os
 import runpy
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
+import traceback
 
 PR_SET_PDEATHSIG = 1
 
@@ -71,6 +74,32 @@ def _watch(parent):
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(1)
+
+
+def serve_jobs(run_job, done, idle_seconds):
+    """The child's side of `kbert.utils.kept_process`: `run_job(path)` for each
+    job path read from stdin, answered by one line `done` + JSON (a failed
+    job's traceback goes back, and the process goes on); returns at the end
+    of stdin or after `idle_seconds` without a job.
+
+    Example:
+    >>> serve_jobs(run_job, "kbert-export-done ", 300)  # doctest: +SKIP
+    """
+    while True:
+        if os.name == "posix":  # elsewhere select() takes sockets only: no idle end
+            ready, _, _ = select.select([sys.stdin], [], [], idle_seconds)
+            if not ready:
+                return
+        line = sys.stdin.readline()
+        if not line:
+            return
+        try:
+            run_job(line.strip())
+            answer = {"ok": True}
+        except Exception:  # the job's error goes back to the parent; the process goes on
+            answer = {"ok": False, "error": traceback.format_exc()}
+        sys.stdout.write(done + json.dumps(answer) + "\n")
+        sys.stdout.flush()
 
 
 def _launch(argv):

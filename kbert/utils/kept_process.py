@@ -2,8 +2,9 @@
 
 A process that imports TensorFlow spends seconds on it before its first job;
 kept, it pays that once. The parent writes each job as a line (the path of a
-job file) to the child's stdin; the child runs it and answers one line,
-`done` followed by JSON `{"ok": true}` or `{"ok": false, "error": "..."}`.
+job file) to the child's stdin; the child runs it and answers one line
+(`child_process.serve_jobs`), `done` followed by JSON `{"ok": true}` or
+`{"ok": false, "error": "..."}`.
 The child ends after `idle_seconds` without a job (a new one starts on the
 next), with this process (`child_process`), or at its exit, and is never
 shared with a forked child. A child started in another working directory or

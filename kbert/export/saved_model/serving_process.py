@@ -24,10 +24,8 @@ import glob
 import importlib.util
 import json
 import os
-import select
 import sys
 import time
-import traceback
 
 import numpy as np
 
@@ -58,21 +56,21 @@ def main(job_path):
 
 def serve(idle_seconds):
     tf = import_serving_tensorflow()
-    while True:
-        if os.name == "posix":  # elsewhere select() takes sockets only: no idle end
-            ready, _, _ = select.select([sys.stdin], [], [], idle_seconds)
-            if not ready:
-                return
-        line = sys.stdin.readline()
-        if not line:
-            return
-        try:
-            run_job(tf, line.strip())
-            answer = {"ok": True}
-        except Exception:  # the job's error goes back to the runner; the process goes on
-            answer = {"ok": False, "error": traceback.format_exc()}
-        sys.stdout.write(DONE + json.dumps(answer) + "\n")
-        sys.stdout.flush()
+    kbert_package = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    )
+    child_process = _load_by_path(os.path.join(kbert_package, "utils", "child_process.py"))
+    child_process.serve_jobs(lambda job_path: run_job(tf, job_path), DONE, idle_seconds)
+
+
+def _load_by_path(path):
+    """A standard-library-only module of kbert, loaded from its file: importing
+    it by name would import the package, and with it Keras."""
+    name = "_kbert_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_job(tf, job_path):
