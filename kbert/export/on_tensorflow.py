@@ -34,7 +34,7 @@ IDLE_SECONDS = 300
 # What begins each answer line of --serve.
 DONE = "kbert-export-done "
 EXPORT_PROCESS = KeptProcess(
-    ["-m", "kbert.export.on_tensorflow", "--serve", str(IDLE_SECONDS)],
+    ["-m", "kbert.export.on_tensorflow", "--serve"],
     done=DONE,
     idle_seconds=IDLE_SECONDS,
 )
@@ -70,10 +70,10 @@ def export_on_tensorflow(model, exporter, path, cross_check, directory=False, **
         with target(path) as tmp:
             job = {
                 "exporter": exporter,
-                "keras_file": os.path.abspath(keras_file),
-                "path": os.path.abspath(tmp),
+                "keras_file": keras_file,
+                "path": tmp,
                 "options": options,
-                "record": os.path.abspath(os.path.join(work, "record.json")),
+                "record": os.path.join(work, "record.json"),
                 "from_backend": keras.backend.backend(),
             }
             job_path = os.path.join(work, "job.json")

@@ -12,7 +12,7 @@ with other environment variables than a job asks for is replaced
 (`PYTEST_CURRENT_TEST` aside: pytest changes it for every test).
 
 Example:
->>> answer_every_job = (
+>>> answer_every_job = (  # run as `python -c CODE 60`
 ...     "import json, sys; "
 ...     "[print('done', json.dumps({'ok': 1}), flush=True) for job in sys.stdin]"
 ... )
@@ -52,14 +52,15 @@ class KeptProcess:
     """One kept child process per Python process, running `python *arguments`.
 
     Args:
-        arguments: the child's command line after `python` (it serves jobs).
+        arguments: the child's command line after `python` (it serves jobs);
+            `idle_seconds` is appended as its last argument.
         done: the prefix of the child's answer lines.
         idle_seconds: how long the child waits for a job before it ends.
         error: the exception class `run` raises for a failed job.
     """
 
     def __init__(self, arguments, done, idle_seconds, error=KeptProcessError):
-        self.arguments = list(arguments)
+        self.arguments = [*arguments, str(idle_seconds)]
         self.done = done
         self.idle_seconds = idle_seconds
         self.error = error

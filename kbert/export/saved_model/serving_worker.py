@@ -31,7 +31,7 @@ class ServingProcessError(KeptProcessError):
 
 
 SERVING = KeptProcess(
-    [SERVING_SCRIPT, "--serve", str(IDLE_SECONDS)],
+    [SERVING_SCRIPT, "--serve"],
     done=serving_process.DONE,
     idle_seconds=IDLE_SECONDS,
     error=ServingProcessError,
