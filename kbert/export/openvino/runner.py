@@ -41,8 +41,8 @@ class OpenVinoRunner:
     order: one request after another, or, with `throughput=True`, as many
     at once as the plugin has streams (its optimal number of requests). On an
     Intel Xeon with AMX (2 cores: 2 streams of one core) that ran the demo
-    classifier's and all-MiniLM-L6-v2's IRs 1.11-1.30x as fast as one
-    request at a time (export/README.md; tested in
+    classifier's and all-MiniLM-L6-v2's IRs 1.05-1.52x as fast as one
+    request at a time (2026-12-07, export/README.md; tested in
     tests/export/test_openvino_strings.py).
 
     Example:
