@@ -33,8 +33,11 @@ from kbert.utils.owned_temps import work_directory
 IDLE_SECONDS = 300
 # What begins each answer line of --serve.
 DONE = "kbert-export-done "
+# The kept child's command line after `python` (KeptProcess appends the idle
+# seconds).
+SERVE_ARGUMENTS = ("-m", "kbert.export.on_tensorflow", "--serve")
 EXPORT_PROCESS = KeptProcess(
-    ["-m", "kbert.export.on_tensorflow", "--serve"],
+    SERVE_ARGUMENTS,
     done=DONE,
     idle_seconds=IDLE_SECONDS,
 )

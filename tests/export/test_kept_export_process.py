@@ -28,7 +28,7 @@ def refuse(model, path, **options):
 def export_process(monkeypatch):
     """A kept process of this test's own, closed after it."""
     kept = KeptProcess(
-        ["-m", "kbert.export.on_tensorflow", "--serve"],
+        on_tensorflow.SERVE_ARGUMENTS,
         done=on_tensorflow.DONE,
         idle_seconds=on_tensorflow.IDLE_SECONDS,
     )

@@ -34,7 +34,7 @@ def doubler(tmp_path_factory):
 
 def kept_serving_process(idle_seconds):
     return kept_process.KeptProcess(
-        [serving_worker.SERVING_SCRIPT, "--serve"],
+        serving_worker.SERVE_ARGUMENTS,
         done=serving_process.DONE,
         idle_seconds=idle_seconds,
         error=serving_worker.ServingProcessError,

@@ -30,8 +30,11 @@ class ServingProcessError(KeptProcessError):
     """The serving process ran a job and reported its traceback, or died."""
 
 
+# The kept child's command line after `python` (KeptProcess appends the idle
+# seconds).
+SERVE_ARGUMENTS = (SERVING_SCRIPT, "--serve")
 SERVING = KeptProcess(
-    [SERVING_SCRIPT, "--serve"],
+    SERVE_ARGUMENTS,
     done=serving_process.DONE,
     idle_seconds=IDLE_SECONDS,
     error=ServingProcessError,
