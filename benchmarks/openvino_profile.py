@@ -23,6 +23,13 @@ import numpy as np
 def profile(xml, batch, length, repeats, config):
     import openvino
 
+    from kbert.export.openvino.runner import takes_strings
+
+    if takes_strings(xml):
+        raise SystemExit(
+            f"{xml} takes strings: profile its token-id IR "
+            "(kbert.export.openvino(..., flavour='token_ids'))."
+        )
     core = openvino.Core()
     compiled = core.compile_model(
         core.read_model(xml), "CPU", {"PERF_COUNT": "YES", **config}

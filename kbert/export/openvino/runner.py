@@ -57,7 +57,7 @@ class OpenVinoRunner:
         import openvino  # lazy: a runtime loads only when an artifact is run
 
         in_memory = isinstance(path, openvino.Model)
-        if not in_memory and _takes_strings(path):
+        if not in_memory and takes_strings(path):
             _load_tokenizer_extension(path)
         core = openvino.Core()
         config = {}
@@ -149,7 +149,7 @@ class OpenVinoRunner:
         return results
 
 
-def _takes_strings(path):
+def takes_strings(path):
     """Whether the IR `path` has a string input (the `"string"` flavour): its
     `.xml` declares a string Parameter. An ONNX file never does here."""
     path = os.fspath(path)
