@@ -36,7 +36,7 @@ BATCH = 32
 
 
 def recipes():
-    from kbert.export.onnx.quantization import RECIPES, QuantizationRecipe
+    from kbert.export.onnx.quantization import RECIPES, QuantizationRecipe, recipe_for
 
     plain = dict(outlier_ratio=None, float_head=False)
     return [
@@ -54,6 +54,10 @@ def recipes():
         (
             "dynamic, per-channel, reduce_range",
             QuantizationRecipe("dynamic", reduce_range=True, **plain),
+        ),
+        (
+            "dynamic, per-channel, uint8 weights (U8U8)",
+            QuantizationRecipe("dynamic", weight_type="uint8", **plain),
         ),
         (
             "dynamic, per-channel, head float32",
@@ -74,7 +78,7 @@ def recipes():
         (
             "dynamic_int8: per-channel, head + outlier channels float32 where needed "
             "(ratio searched)",
-            RECIPES["dynamic_int8"],
+            recipe_for("dynamic_int8"),  # what kbert writes on this CPU
         ),
         (
             "outlier channels (>3x) float32, embeddings int8 (Gather)",
@@ -87,6 +91,18 @@ def recipes():
         (
             "static QDQ, percentile 99.999",
             QuantizationRecipe("static", calibration="percentile", **plain),
+        ),
+        (
+            "static QDQ, percentile 99.999, reduce_range",
+            QuantizationRecipe(
+                "static", calibration="percentile", reduce_range=True, **plain
+            ),
+        ),
+        (
+            "static QDQ, percentile 99.999, uint8 weights (U8U8)",
+            QuantizationRecipe(
+                "static", calibration="percentile", weight_type="uint8", **plain
+            ),
         ),
         (
             "static QDQ, percentile, without quant_pre_process",
@@ -104,7 +120,7 @@ def recipes():
         ),
         (
             "int8: static QDQ, percentile, head + outlier channels float32",
-            RECIPES["int8"],
+            recipe_for("int8"),
         ),
         (
             "MatMulNBits 8-bit, blocks of 32, int8 compute",

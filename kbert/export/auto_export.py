@@ -32,7 +32,6 @@ from kbert.export.formats import (
 from kbert.export.measurements import (
     artifact_row,
     artifact_runtimes,
-    cpu_name,
     fastest_row,
     gate,
     json_rows,
@@ -41,6 +40,7 @@ from kbert.export.measurements import (
 )
 from kbert.utils.artifact_kinds import check_target
 from kbert.utils.atomic import atomic_directory
+from kbert.utils.cpu import cpu_name
 from kbert.utils.owned_temps import work_directory
 
 # (candidate name, format, its export options): the server-CPU runtimes

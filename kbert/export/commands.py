@@ -449,7 +449,6 @@ def verify_command(args):
     from kbert.export.measurements import (
         artifact_row,
         artifact_runtimes,
-        cpu_name,
         fastest_row,
         gate,
         json_rows,
@@ -458,6 +457,7 @@ def verify_command(args):
         time_rows,
     )
     from kbert.presets.model_source import load_model
+    from kbert.utils.cpu import cpu_name
 
     # Each artifact's bytes against its record's checksums, before anything loads.
     checked = {artifact: records.checked_record(artifact) for artifact in args.artifacts}

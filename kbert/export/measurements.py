@@ -22,7 +22,6 @@ text (`kbert.export.checks`).
 
 import importlib.util
 import os
-import platform
 import time
 
 import keras
@@ -468,18 +467,6 @@ def gate(rows, max_diff=None, min_agreement=None):
             max_diff_bound=bounds, min_agreement=minimum, misses=misses, passed=not misses
         )
     return checked
-
-
-def cpu_name():
-    """This machine's CPU model, as /proc/cpuinfo names it (else `platform`)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            for line in file:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def fastest_row(rows, rank="latency"):

@@ -1,6 +1,7 @@
 """Quantized ONNX: every flavour runs on onnxruntime, records the agreement it
 measured on real text, and is refused below `min_agreement`."""
 
+import dataclasses
 import os
 import shutil
 
@@ -19,10 +20,16 @@ from kbert.export.onnx.outliers import (
     split_outlier_channels,
     weight_matmuls,
 )
-from kbert.export.onnx.quantization import calibration_feeds, quantize_and_verify
+from kbert.export.onnx.quantization import (
+    calibration_feeds,
+    quantize_and_verify,
+    quantize_onnx,
+)
+from kbert.export.onnx.quantization import recipe_for as quantization_recipe
 from kbert.export.onnx.runner import OnnxRunner
 from kbert.export.record import read_record
 from kbert.export.spec import export_spec
+from kbert.utils import cpu
 from tests.export.export_helpers import (
     near_ties,
     predictions_by_hand,
@@ -92,8 +99,27 @@ def test_each_quantization_runs_and_records_its_agreement(
     # A tiny random model, but quantization must not scramble it. Keras gives
     # one class to 75-84% of these reviews (each backend's model), so a file
     # that ignored its input could agree on as many: beyond chance, the
-    # agreement must be almost perfect (measured: kappa 0.86-1.0).
-    assert _kappa(got, want) >= 0.8, quantization
+    # agreement must be almost perfect (measured with 8-bit weights: kappa
+    # 0.86-1.0; 7-bit ones, where products saturate, 0.76-0.80 on an AMD
+    # Zen 3, against 0.48-0.74 for the saturated 8-bit file there).
+    saturate = cpu.int8_products_saturate() and quantization != "float16"
+    assert _kappa(got, want) >= (0.7 if saturate else 0.8), quantization
+    if quantization != "float16":
+        # 7-bit weights where 8-bit ones saturate, the CPU named.
+        assert summary["reduce_range"] is saturate
+        assert summary["cpu"] == cpu.cpu_name()
+    if saturate:  # and they are the remedy: the 8-bit file is worse here
+        (recipe, *_) = quantization_recipe(quantization).candidates()  # the one kept above
+        recipe = dataclasses.replace(recipe, reduce_range=False)
+        eight_bits = str(tmp_path / "eight_bits.onnx")
+        feeds = (
+            calibration_feeds(model, export_spec(model))
+            if recipe.needs_calibration
+            else None
+        )
+        quantize_onnx(float_path, eight_bits, recipe, feeds)
+        saturated = _kappa(*_predictions_by_hand(model, eight_bits))
+        assert saturated + 0.05 <= _kappa(got, want), (saturated, quantization)
     if quantization == "dynamic_int8":
         # min_agreement=0: the first ratio tried (no outlier bypass) is kept.
         assert summary["outlier_search"][-1]["outlier_ratio"] is None

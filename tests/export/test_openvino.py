@@ -131,7 +131,9 @@ def test_int8_ir_of_the_review_classifier_keeps_its_predictions(tmp_path):
     }
     assert "FakeQuantize" not in fed, fed
 
-    row = gate([artifact_row(str(path), model, num_examples=64, repeats=2)])[0]
+    # kbert verify's default 200 reviews: at 0.99, 64 allowed no flip at all
+    # (one of 64 flipped on an AMD Zen 3, where the 500 above agreed 0.992).
+    row = gate([artifact_row(str(path), model, repeats=2)])[0]
     assert row["format"] == "openvino int8"
     assert row["bound"]["min_agreement"] == 0.99 and row["bound"]["max_diff"] is None
     assert row["passed"], row["misses"]

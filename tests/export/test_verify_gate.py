@@ -7,8 +7,8 @@ import pytest
 
 from kbert.cli import main
 from kbert.export.formats import DEFAULT_MIN_AGREEMENT
-from kbert.export.measurements import cpu_name
 from kbert.export.openvino.runner import OpenVinoRunner
+from kbert.utils.cpu import cpu_name
 from tests.export.export_helpers import tiny_model
 
 QUICK = ["--num-examples", "8", "--repeats", "1"]

@@ -15,6 +15,7 @@ these recipes and verifies the result by prediction agreement on real text
   first (each bypassed channel costs speed), and the first file whose
   predictions on `SEARCH_TEXTS` training texts agree with the float32
   file's at `min_agreement`, and then pass the held-out check, is kept.
+  On CPUs without VNNI or AMX the weights take 7 bits (`recipe_for`).
 - `"int8"`: static int8 activations too, ranges calibrated on real text
   (`quantize_static`, QDQ, percentile calibration, after `quant_pre_process`),
   with the same outlier channels in float32. Measured below the default
@@ -43,6 +44,7 @@ from kbert.export.verification_data import (
     representative_texts,
     token_features,
 )
+from kbert.utils.cpu import cpu_name, int8_products_saturate
 from kbert.utils.owned_temps import work_directory
 from kbert.utils.strings import string_list
 
@@ -57,6 +59,8 @@ OUTLIER_RATIOS = (None, 8.0, 6.0, 4.0, 3.0)
 # agreement's spread (0.006 at 0.99) hid the ratios' differences (the demo
 # classifier: ratio 8 0.9805 on 256, 0.9902 on 1,024, 0.9922 on 2,048).
 SEARCH_TEXTS = 1024
+# A recipe's weight_type -> onnxruntime's QuantType.
+WEIGHT_TYPES = {"int8": "QInt8", "uint8": "QUInt8"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +73,11 @@ class QuantizationRecipe:
             blocks, int8 compute) or `"float16"`.
         op_types: operator types to quantize (None: onnxruntime's default).
         per_channel: one weight scale per output channel (else per tensor).
-        reduce_range: 7-bit weights (for CPUs without VNNI).
+        reduce_range: 7-bit weights (for CPUs without VNNI, where 8-bit
+            int8 ones saturate).
+        weight_type: `"int8"` (onnxruntime's uint8 x int8 kernels) or
+            `"uint8"` (uint8 x uint8: no saturation without VNNI, at a
+            speed the CPU decides; see `recipe_for`).
         outlier_ratio: activation channels above `outlier_ratio` x the
             median channel's max stay float32 (None: off); a tuple of
             ratios is searched by `quantize_and_verify` (least bypass
@@ -86,6 +94,7 @@ class QuantizationRecipe:
     op_types: tuple | None = ("MatMul",)
     per_channel: bool = True
     reduce_range: bool = False
+    weight_type: str = "int8"
     outlier_ratio: float | None = 3.0
     max_outlier_channels: int = 32
     float_head: bool = True
@@ -93,6 +102,13 @@ class QuantizationRecipe:
     quant_format: str = "qdq"
     preprocess: bool = True
     block_size: int = 32
+
+    def __post_init__(self):
+        if self.weight_type not in WEIGHT_TYPES:
+            raise ValueError(
+                f"weight_type must be one of {sorted(WEIGHT_TYPES)}; "
+                f"got {self.weight_type!r}."
+            )
 
     def describe(self):
         """The fields that apply to this method, for the export record."""
@@ -102,6 +118,7 @@ class QuantizationRecipe:
                 op_types=list(self.op_types) if self.op_types else "onnxruntime default",
                 per_channel=self.per_channel,
                 reduce_range=self.reduce_range,
+                weight_type=self.weight_type,
                 outlier_ratio=(
                     list(self.outlier_ratio)
                     if isinstance(self.outlier_ratio, tuple)
@@ -149,11 +166,20 @@ RECIPES = {
 
 
 def recipe_for(quantization):
-    """The `QuantizationRecipe` of a quantization name (or a recipe itself).
+    """The `QuantizationRecipe` of a quantization name for this CPU (a recipe
+    itself is taken as it is).
+
+    The int8 names take 7-bit weights (`reduce_range`) where this CPU's int8
+    products saturate (x86 without VNNI or AMX: see
+    `kbert.utils.cpu.int8_products_saturate`); such a file is right on every
+    CPU, an 8-bit one only where the products do not saturate, so export on
+    (or `kbert verify` on) the CPU you deploy to.
 
     Example:
-    >>> recipe_for("dynamic_int8").per_channel
-    True
+    >>> from kbert.utils.cpu import int8_products_saturate
+    >>> recipe = recipe_for("dynamic_int8")
+    >>> recipe.per_channel, recipe.reduce_range == int8_products_saturate()
+    (True, True)
     """
     if isinstance(quantization, QuantizationRecipe):
         return quantization
@@ -161,7 +187,10 @@ def recipe_for(quantization):
         raise ValueError(
             f"quantization must be one of {QUANTIZATIONS}; got {quantization!r}."
         )
-    return RECIPES[quantization]
+    recipe = RECIPES[quantization]
+    if recipe.method in ("dynamic", "static") and int8_products_saturate():
+        recipe = dataclasses.replace(recipe, reduce_range=True)
+    return recipe
 
 
 def calibration_source(feeds):
@@ -326,7 +355,7 @@ def _dynamic(source, path, recipe, keep_float):
         op_types_to_quantize=list(recipe.op_types) if recipe.op_types else None,
         per_channel=recipe.per_channel,
         reduce_range=recipe.reduce_range,
-        weight_type=QuantType.QInt8,
+        weight_type=getattr(QuantType, WEIGHT_TYPES[recipe.weight_type]),
         nodes_to_exclude=list(keep_float),
     )
 
@@ -372,7 +401,7 @@ def _static(source, path, recipe, keep_float, feeds, work):
         per_channel=recipe.per_channel,
         reduce_range=recipe.reduce_range,
         activation_type=QuantType.QUInt8,
-        weight_type=QuantType.QInt8,
+        weight_type=getattr(QuantType, WEIGHT_TYPES[recipe.weight_type]),
         nodes_to_exclude=list(keep_float),
         calibrate_method=methods[recipe.calibration],
         extra_options={"CalibPercentile": 99.999},
@@ -507,6 +536,7 @@ def quantize_and_verify(model, spec, path, quantization, min_agreement):
             if held_out is not None:
                 summary["agreement"] = held_out
                 break
+        summary["cpu"] = cpu_name()  # the recipe's choice and its check were made here
         if feeds:
             summary["calibration"] = calibration_source(feeds)
         if tried:

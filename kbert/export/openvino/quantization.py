@@ -6,7 +6,9 @@ NNCF's post-training quantization (`nncf.quantize`): `model_type=TRANSFORMER`
 (int8 MatMuls with SmoothQuant, LayerNorm, softmax and GELU left in float),
 statistics from real training reviews packed by the model's preprocessor
 (`calibration_feeds`, each text at its own length). The CPU plugin runs the
-int8 MatMuls on VNNI/AMX where the CPU has them. The IR is then checked by
+int8 MatMuls on VNNI/AMX where the CPU has them; where it has neither, its
+int8 products saturate (`kbert.utils.cpu.int8_products_saturate`) and every
+layer's weights take 7 bits (NNCF's overflow fix). The IR is then checked by
 prediction agreement with Keras on held-out reviews and refused below
 `min_agreement`.
 
@@ -44,6 +46,7 @@ from kbert.export.onnx.quantization import (
     length_batched,
 )
 from kbert.export.openvino.runner import OpenVinoRunner
+from kbert.utils.cpu import cpu_name, int8_products_saturate
 from kbert.utils.quiet import logger_level
 
 # What stays float, least first. Measured on all-MiniLM-L6-v2 (AMD EPYC Zen 4,
@@ -107,6 +110,11 @@ def quantize_openvino(
     float_outputs = [float_runner(batch) for batch in search_batches]
     bound = agreement.min_agreement_for(spec, min_agreement)
     intermediate_dim = model.backbone.intermediate_dim
+    # NNCF's overflow fix (7-bit weights) on every layer where this CPU's int8
+    # products saturate, not on the first only (NNCF's default).
+    saturate = int8_products_saturate()
+    overflow_fix = nncf.OverflowFix.ENABLE if saturate else nncf.OverflowFix.FIRST_LAYER
+    advanced = nncf.AdvancedQuantizationParameters(overflow_fix=overflow_fix)
     tried = []
     for number, scope in enumerate(FLOAT_SCOPES):
         last = number == len(FLOAT_SCOPES) - 1
@@ -118,6 +126,7 @@ def quantize_openvino(
                 dataset,
                 model_type=nncf.ModelType.TRANSFORMER,
                 subset_size=len(feeds),
+                advanced_parameters=advanced,
                 ignored_scope=nncf.IgnoredScope(
                     names=float_nodes(ov_model, scope, intermediate_dim),
                     types=["ScaledDotProductAttention"],
@@ -144,6 +153,8 @@ def quantize_openvino(
     summary = {
         "method": f"nncf int8 (transformer, {scope} in float)",
         "nncf": nncf.__version__,
+        "overflow_fix": "all layers" if saturate else "first layer",
+        "cpu": cpu_name(),
         "calibration": calibration_source(feeds),
         "agreement": held_out,
         "float_search": tried,
