@@ -1,8 +1,8 @@
 """`kbert export --format auto`: the fastest artifact that holds its bounds here.
 
-Which artifact runs fastest depends on the CPU: OpenVINO's bf16 where the
-CPU has AMX or AVX512_BF16, int8 (ONNX or OpenVINO's NNCF IR) where it has
-VNNI, float32 ONNX elsewhere.
+Which artifact runs fastest depends on the CPU (measured in
+export/README.md: OpenVINO's bf16 IR on an Intel Xeon with AMX, its NNCF
+int8 IR on AMD EPYC Zen 4 and Zen 5).
 `auto` measures instead of guessing. It exports each candidate of
 `CANDIDATES` whose runtime is installed (each verified by its own exporter;
 a quantized one that loses agreement is refused and left out), measures
