@@ -41,14 +41,12 @@ def cpu_flags():
 def int8_products_saturate():
     """Whether onnxruntime's uint8 x int8 matmuls can saturate on this CPU.
 
-    On x86 without VNNI or AMX (AVX2 only: AMD Zen 3 and older, Intel before
-    Ice Lake), onnxruntime multiplies uint8 activations by int8 weights with
+    On x86 without VNNI or AMX (AMD Zen 3 and older, Intel Skylake and
+    older), onnxruntime multiplies uint8 activations by int8 weights with
     VPMADDUBSW, which adds each pair of products in int16: 2 x 255 x 127
     passes its 32,767, so large activations against large weights are
     clipped. Quantized weights of 7 bits (`reduce_range`) keep every pair in
-    range. On this project's AMD EPYC Zen 3 a tiny classifier's dynamic int8
-    file agreed with Keras on 0.838 of 500 reviews with 8-bit weights and
-    0.962 with 7-bit ones (onnxruntime's quantization docs say the same).
+    range (measured on an AMD Zen 3: export/README.md, Quantized ONNX).
     x86 whose flags cannot be read counts as saturating; other machines
     (ARM's dot products accumulate in int32) do not.
     """
